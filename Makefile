@@ -1,0 +1,50 @@
+# Spool's two commands (see README):
+#   make run   (also plain `make`)  install dependencies, build, run the demo on sqlite:spool.db
+#   make test                       install dependencies, build everything, run every test; then build
+#                                   again under AddressSanitizer + UBSan and run the tests there too
+#                                   (SANITIZE=0 skips that second pass)
+# Also: make deps | build | clean. JOBS=N sets the parallelism (default 2, the machine's cores).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+BUILD_DIR  ?= build
+ASAN_DIR   ?= build-asan
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= 2
+SANITIZE   ?= 1
+
+.DEFAULT_GOAL := run
+.PHONY: run test deps configure build test-asan clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+run: build
+	./$(BUILD_DIR)/examples/spool_demo --db sqlite:spool.db
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
+ifeq ($(SANITIZE),1)
+	$(MAKE) --no-print-directory test-asan
+endif
+
+# The sanitizer pass: library, CLI and tests only (no benchmarks or examples). The install test is
+# left out: it builds its own non-sanitized copy of the library and the main pass already ran it.
+test-asan: deps
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSPOOL_SANITIZE=ON \
+	  -DSPOOL_BUILD_BENCH=OFF -DSPOOL_BUILD_EXAMPLES=OFF
+	cmake --build $(ASAN_DIR) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j$(JOBS) -E install_consumer_project
+
+clean:
+	@for d in $(BUILD_DIR) $(ASAN_DIR); do \
+	  if [[ -x tests/support/pg_server.sh && -d $$d/tests/pg ]]; then tests/support/pg_server.sh stop $$d/tests/pg >/dev/null || true; fi; \
+	done
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -1,0 +1,78 @@
+// Shared pieces of the `spool` command-line tool: the per-run context, duration
+// and time formatting, output buffering and the one-line error format
+// (DESIGN.md, Shared contracts → CLI).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "spool/database.hpp"
+#include "spool/error.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace spool::cli {
+
+// Ordered so that the documented key order (id, receipt, group, …) and the
+// wire order of an embedded MQ message survive; nlohmann::json sorts keys.
+using ojson = nlohmann::ordered_json;
+
+inline constexpr std::string_view default_db_uri = "sqlite:spool.db";
+
+struct cli_context {
+  std::string db_uri{default_db_uri};
+  bool json = false;
+  // Everything meant for stdout. It is written only after the command
+  // succeeded, so a failure never leaves a partial document on stdout.
+  std::string out;
+  // The chosen command, set by a CLI11 callback and run after parsing, so
+  // spool::error never has to travel through CLI11's parser.
+  std::function<void()> action;
+};
+
+// Parses "30", "500ms", "30s", "5m", "2h", "1d" (a bare integer is seconds).
+// Throws spool::error(invalid_argument) naming flag and text otherwise
+// (negative, empty, fractional, unknown suffix, overflow).
+[[nodiscard]] std::chrono::milliseconds parse_duration(std::string_view text, std::string_view flag);
+
+// parse_duration for flags whose API takes whole seconds: "1500ms" is
+// rejected rather than silently rounded.
+[[nodiscard]] std::chrono::seconds parse_seconds(std::string_view text, std::string_view flag);
+
+// Unix seconds as RFC 3339 UTC with Z ("2024-05-01T12:00:00Z").
+[[nodiscard]] std::string rfc3339(std::int64_t unix_seconds);
+
+// Appends one JSON document (compact, one line) to ctx.out. Invalid UTF-8
+// (raw quarantined payloads may hold any bytes) becomes U+FFFD instead of
+// failing the command.
+void emit_json(cli_context& ctx, const ojson& doc);
+// Appends one line of human-readable output to ctx.out.
+void emit_line(cli_context& ctx, std::string_view line);
+
+// Opens --db. Validates the URI without connecting.
+[[nodiscard]] spool::database open_database(const cli_context& ctx);
+
+// Adds --db and --json to a (sub)command so that its --help lists them. main
+// pre-scans argv for both, so these bindings only document them.
+void add_connection_options(CLI::App& app, cli_context& ctx);
+
+// "spool: <errc>[/<reason>]: <message>" on one line, with the password of
+// db_uri never shown.
+[[nodiscard]] std::string error_line(const spool::error& e, std::string_view db_uri);
+// Newlines (libpq messages have several lines) folded into spaces; password
+// of db_uri removed. For messages of non-spool exceptions too.
+[[nodiscard]] std::string sanitize_message(std::string_view message, std::string_view db_uri);
+
+// The command groups (cmd_migrate.cpp, cmd_mq.cpp). Each adds its
+// subcommands to app; a parsed subcommand stores its work in ctx.action.
+void add_migrate_command(CLI::App& app, cli_context& ctx);
+void add_mq_command(CLI::App& app, cli_context& ctx);
+
+}  // namespace spool::cli

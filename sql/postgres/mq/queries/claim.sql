@@ -1,0 +1,33 @@
+-- Claim up to $3 messages of queue $1 in one statement (message-queue.md §5.1).
+-- $2 poll uuid, $4 visibility seconds, $5 strict group order (Gate C).
+-- The contract is the predicate: a candidate is visible and no EARLIER row of
+-- its group (same COALESCE(message_group_id, id), spelled as the index is)
+--   Gate A: is visible (claimed or not), or
+--   Gate B: was returned with a delay (receipt NULL, visible_at in the future),
+--   Gate C (opt-in): exists at all, i.e. is claimed and still invisible.
+-- Rows locked by a concurrent poll are skipped; the UPDATE re-checks
+-- visible_at <= now on the locked row version, which prevents a double claim.
+WITH clock AS (
+  SELECT floor(extract(epoch FROM now()))::bigint AS now
+), candidates AS (
+  SELECT m.id
+  FROM {{s}}queue_messages m, clock
+  WHERE m.queue_name = $1
+    AND m.visible_at <= clock.now
+    AND NOT EXISTS (
+      SELECT 1 FROM {{s}}queue_messages e
+      WHERE e.queue_name = m.queue_name
+        AND COALESCE(e.message_group_id, e.id) = COALESCE(m.message_group_id, m.id)
+        AND (e.created_at, e.id) < (m.created_at, m.id)
+        AND (e.visible_at <= clock.now OR e.receipt_handle IS NULL OR $5::boolean))
+  ORDER BY m.created_at, m.id
+  LIMIT $3
+  FOR UPDATE OF m SKIP LOCKED
+)
+UPDATE {{s}}queue_messages q
+SET receipt_handle = $2 || ':' || q.id,
+    visible_at = clock.now + $4::bigint,
+    receive_count = q.receive_count + 1
+FROM candidates c, clock
+WHERE q.queue_name = $1 AND q.id = c.id AND q.visible_at <= clock.now
+RETURNING q.id, q.payload, q.message_group_id, q.created_at, q.receive_count

@@ -1,0 +1,30 @@
+#include "spool/error.hpp"
+
+namespace spool {
+
+std::string_view to_string(errc code) noexcept {
+  switch (code) {
+    case errc::invalid_argument: return "invalid_argument";
+    case errc::not_found: return "not_found";
+    case errc::already_exists: return "already_exists";
+    case errc::duplicate: return "duplicate";
+    case errc::conflict: return "conflict";
+    case errc::invalid_state: return "invalid_state";
+    case errc::lease_lost: return "lease_lost";
+    case errc::transaction_required: return "transaction_required";
+    case errc::unauthorized: return "unauthorized";
+    case errc::stopped: return "stopped";
+    case errc::unavailable: return "unavailable";
+    case errc::in_doubt: return "in_doubt";
+    case errc::database_error: return "database_error";
+  }
+  return "unknown";
+}
+
+error::error(errc code, const std::string& message, std::string reason, std::string sqlstate)
+    : std::runtime_error(message),
+      code_(code),
+      reason_(reason.empty() ? std::string(to_string(code)) : std::move(reason)),
+      sqlstate_(std::move(sqlstate)) {}
+
+}  // namespace spool

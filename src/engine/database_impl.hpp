@@ -1,0 +1,78 @@
+// The engine behind a spool::database handle: its connection pool and the
+// in-process wake-up signal that publishers raise for pollers of the same
+// database. Thread safety: every member is safe from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine/pool.hpp"
+#include "engine/postgres/connection.hpp"
+#include "engine/sqlite/connection.hpp"
+#include "spool/database.hpp"
+
+namespace spool::detail {
+
+// A counter that publishers bump and pollers wait on (the in-process part of
+// wake-ups; a poller always falls back to its poll interval).
+class wake_signal {
+ public:
+  void raise() {
+    {
+      std::lock_guard lock(mutex_);
+      ++generation_;
+    }
+    cv_.notify_all();
+  }
+  [[nodiscard]] std::uint64_t generation() {
+    std::lock_guard lock(mutex_);
+    return generation_;
+  }
+  // Waits until the generation moves past seen, pred() is true, or the deadline.
+  template <class Clock, class Duration, class Pred>
+  void wait_until(std::uint64_t seen, const std::chrono::time_point<Clock, Duration>& deadline, Pred pred) {
+    std::unique_lock lock(mutex_);
+    cv_.wait_until(lock, deadline, [&] { return generation_ != seen || pred(); });
+  }
+  // Wakes every waiter so it re-checks its predicate (used by stop()).
+  void poke() {
+    { std::lock_guard lock(mutex_); }  // orders the caller's flag write before a waiter's re-check
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::uint64_t generation_ = 0;
+};
+
+class database_impl {
+ public:
+  database_impl(engine kind, std::string target, std::string display, database_options options);
+
+  [[nodiscard]] engine kind() const noexcept { return kind_; }
+  [[nodiscard]] const std::string& display() const noexcept { return display_; }
+  [[nodiscard]] const std::string& target() const noexcept { return target_; }
+  [[nodiscard]] const database_options& options() const noexcept { return options_; }
+
+  pool<pg::detail::connection>& pg_pool();
+  pool<sqlite::detail::connection>& sqlite_pool();
+  // A fresh PostgreSQL connection outside the pool (health checks, LISTEN, migrations).
+  std::unique_ptr<pg::detail::connection> pg_connect(int connect_timeout_s) const;
+
+  wake_signal& wake() noexcept { return wake_; }
+
+ private:
+  engine kind_;
+  std::string target_;  // conninfo / file path, never logged
+  std::string display_;
+  database_options options_;
+  std::unique_ptr<pool<pg::detail::connection>> pg_pool_;
+  std::unique_ptr<pool<sqlite::detail::connection>> sqlite_pool_;
+  wake_signal wake_;
+};
+
+}  // namespace spool::detail

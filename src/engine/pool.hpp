@@ -1,0 +1,107 @@
+// A bounded, thread-safe connection pool shared by both engines.
+// acquire() hands a connection out exclusively; the lease gives it back when
+// it dies. Unhealthy connections are dropped on return and replaced on the
+// next acquire, which is how the pool reconnects after a server restart.
+// Thread safety: every member is safe to call from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "spool/error.hpp"
+
+namespace spool::detail {
+
+template <class Conn>
+class pool {
+ public:
+  using factory = std::function<std::unique_ptr<Conn>()>;
+  using health = std::function<bool(Conn&)>;
+
+  class lease {
+   public:
+    lease(pool* owner, std::unique_ptr<Conn> conn) : owner_(owner), conn_(std::move(conn)) {}
+    lease(lease&& other) noexcept : owner_(other.owner_), conn_(std::move(other.conn_)) { other.owner_ = nullptr; }
+    lease& operator=(lease&&) = delete;
+    lease(const lease&) = delete;
+    ~lease() {
+      if (owner_ != nullptr) owner_->give_back(std::move(conn_));
+    }
+    Conn& operator*() const noexcept { return *conn_; }
+    Conn* operator->() const noexcept { return conn_.get(); }
+    // Drops the connection instead of returning it (after a fatal error).
+    void discard() noexcept { conn_.reset(); }
+
+   private:
+    pool* owner_;
+    std::unique_ptr<Conn> conn_;
+  };
+
+  pool(std::size_t size, factory make, health check)
+      : size_(size), make_(std::move(make)), check_(std::move(check)) {}
+
+  // Waits for a free slot, then returns an idle connection or a new one.
+  // Errors: whatever the factory throws (unavailable when connecting fails).
+  lease acquire() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return !idle_.empty() || in_use_ + idle_.size() < size_; });
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      ++in_use_;
+      return lease(this, std::move(conn));
+    }
+    ++in_use_;  // reserve the slot, then connect without holding the lock
+    lock.unlock();
+    try {
+      return lease(this, make_());
+    } catch (...) {
+      lock.lock();
+      --in_use_;
+      cv_.notify_one();
+      throw;
+    }
+  }
+
+  // Closes idle connections (used by stop and shutdown).
+  void clear_idle() {
+    std::vector<std::unique_ptr<Conn>> doomed;
+    {
+      std::lock_guard lock(mutex_);
+      doomed.swap(idle_);
+    }
+    cv_.notify_all();
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+ private:
+  void give_back(std::unique_ptr<Conn> conn) {
+    bool keep = conn && check_(*conn);
+    std::unique_ptr<Conn> doomed;
+    {
+      std::lock_guard lock(mutex_);
+      --in_use_;
+      if (keep) {
+        idle_.push_back(std::move(conn));
+      } else {
+        doomed = std::move(conn);
+      }
+    }
+    cv_.notify_one();
+  }
+
+  const std::size_t size_;
+  factory make_;
+  health check_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Conn>> idle_;
+  std::size_t in_use_ = 0;
+};
+
+}  // namespace spool::detail

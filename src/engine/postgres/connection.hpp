@@ -1,0 +1,65 @@
+// A thin RAII layer over one libpq connection: bound parameters only, every
+// failure translated to spool::error in one place (errors.cpp).
+// Thread safety: one thread at a time (the pool hands it out exclusively).
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spool/database.hpp"
+
+namespace spool::pg::detail {
+
+// What a statement may have done, which decides how a lost connection is
+// reported: a read that never completed did nothing (unavailable); a write
+// may have committed (in_doubt).
+enum class intent { read, write };
+
+struct result_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using result_ptr = std::unique_ptr<PGresult, result_deleter>;
+
+class connection {
+ public:
+  // Connects (blocking, bounded by connect_timeout). conninfo is a URI or a
+  // key/value string. Errors: unavailable, naming the redacted target.
+  connection(const std::string& conninfo, const std::string& display, int connect_timeout_s);
+  // Borrows an application's connection; it is never closed by Spool.
+  explicit connection(PGconn* borrowed);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  [[nodiscard]] PGconn* native() const noexcept { return conn_; }
+  [[nodiscard]] bool healthy() const noexcept { return conn_ && PQstatus(conn_) == CONNECTION_OK; }
+  [[nodiscard]] bool in_transaction() const noexcept;
+
+  // Runs one statement with text parameters; returns the result on success,
+  // throws spool::error otherwise.
+  result_ptr exec(std::string_view sql, const std::vector<param>& params, intent what);
+  // exec, then every row as text.
+  std::vector<row> query(std::string_view sql, const std::vector<param>& params, intent what);
+  // Simple-query protocol, for migrations (several statements, no parameters).
+  void exec_script(const std::string& sql);
+
+ private:
+  PGconn* conn_ = nullptr;
+  bool owned_ = true;
+  std::string display_;
+};
+
+// Converts a result's rows to text rows.
+std::vector<row> rows_of(const PGresult* res);
+
+// The one place where libpq and SQLSTATE failures become spool::error.
+[[noreturn]] void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_view context);
+
+// Encodes values as a PostgreSQL text[] literal ({"a",NULL,"b"}), for UNNEST.
+std::string text_array(const std::vector<const std::string*>& values);
+
+}  // namespace spool::pg::detail

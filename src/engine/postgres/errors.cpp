@@ -1,0 +1,56 @@
+// SQLSTATE and libpq failures → spool::error, in one cold place.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "engine/postgres/connection.hpp"
+#include "spool/error.hpp"
+
+namespace spool::pg::detail {
+
+namespace {
+
+std::string trimmed(const char* s) {
+  std::string out = s ? s : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_view context) {
+  const char* state_c = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  const std::string sqlstate = state_c ? state_c : "";
+  std::string msg = trimmed(res ? PQresultErrorMessage(res) : nullptr);
+  if (msg.empty()) msg = trimmed(PQerrorMessage(conn));
+  msg = redact_password(msg);
+  const bool lost = conn == nullptr || PQstatus(conn) != CONNECTION_OK;
+
+  // A connection that died under a statement: the server may have applied a
+  // write (or a COMMIT) before the link broke, so a write is in doubt.
+  if (lost || starts_with(sqlstate, "08") || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03") {
+    if (what == intent::write) {
+      throw error(errc::in_doubt, fmt::format("connection lost during {}; outcome unknown: {}", context, msg),
+                  "connection_lost", sqlstate);
+    }
+    throw error(errc::unavailable, fmt::format("connection lost during {}: {}", context, msg), "connection_lost",
+                sqlstate);
+  }
+  if (sqlstate == "40001" || sqlstate == "40P01") {
+    throw error(errc::unavailable, msg, sqlstate == "40001" ? "serialization_failure" : "deadlock", sqlstate);
+  }
+  if (sqlstate == "55P03") throw error(errc::unavailable, msg, "lock_timeout", sqlstate);
+  if (sqlstate == "57014") throw error(errc::unavailable, msg, "statement_timeout", sqlstate);
+  if (sqlstate == "53300" || sqlstate == "53400") throw error(errc::unavailable, msg, "too_many_connections", sqlstate);
+  if (sqlstate == "25P02") throw error(errc::invalid_state, msg, "transaction_aborted", sqlstate);
+  if (sqlstate == "42P01" || sqlstate == "3F000") {
+    throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", msg), "schema_version_mismatch",
+                sqlstate);
+  }
+  if (sqlstate == "25006") throw error(errc::invalid_state, msg, "not_writable", sqlstate);
+  throw error(errc::database_error, msg, "database_error", sqlstate);
+}
+
+}  // namespace spool::pg::detail

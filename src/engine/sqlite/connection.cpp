@@ -1,0 +1,144 @@
+#include "engine/sqlite/connection.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include "spool/error.hpp"
+
+namespace spool::sqlite::detail {
+
+namespace {
+
+const char* sync_pragma(sqlite_synchronous s) {
+  switch (s) {
+    case sqlite_synchronous::off: return "PRAGMA synchronous=OFF";
+    case sqlite_synchronous::normal: return "PRAGMA synchronous=NORMAL";
+    case sqlite_synchronous::full: return "PRAGMA synchronous=FULL";
+    case sqlite_synchronous::extra: return "PRAGMA synchronous=EXTRA";
+  }
+  return "PRAGMA synchronous=FULL";
+}
+
+}  // namespace
+
+connection::connection(const std::string& path, std::chrono::milliseconds busy_timeout, sqlite_synchronous sync) {
+  if (sqlite3_libversion_number() < 3038000) {
+    throw error(errc::invalid_state,
+                fmt::format("SQLite {} is too old: Spool requires 3.38 or newer", sqlite3_libversion()),
+                "sqlite_too_old");
+  }
+  const int rc = sqlite3_open_v2(path.c_str(), &db_,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw error(errc::unavailable, fmt::format("cannot open SQLite database {}: {}", path, msg), "connect_failed");
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout.count()));
+  exec_script("PRAGMA journal_mode=WAL");
+  exec_script(sync_pragma(sync));
+  exec_script("PRAGMA foreign_keys=ON");
+}
+
+connection::connection(::sqlite3* borrowed) : db_(borrowed), owned_(false) {}
+
+connection::~connection() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  if (owned_ && db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+bool connection::in_transaction() const noexcept { return sqlite3_get_autocommit(db_) == 0; }
+
+void connection::fail(int rc, std::string_view context) const {
+  const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
+    throw error(errc::unavailable, fmt::format("SQLite database is locked ({}): {}", context, msg), "busy");
+  }
+  if (msg.rfind("no such table", 0) == 0) {
+    throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", msg), "schema_version_mismatch");
+  }
+  if (primary == SQLITE_READONLY) throw error(errc::invalid_state, msg, "not_writable");
+  if (primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR) throw error(errc::unavailable, msg, "io_error");
+  throw error(errc::database_error, fmt::format("SQLite {}: {}", context, msg), "database_error");
+}
+
+::sqlite3_stmt* connection::prepare(std::string_view sql) {
+  auto it = cache_.find(std::string(sql));
+  if (it != cache_.end()) return it->second;
+  sqlite3_stmt* stmt = nullptr;
+  const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                                    &stmt, nullptr);
+  if (rc != SQLITE_OK) fail(rc, "prepare");
+  cache_.emplace(std::string(sql), stmt);
+  return stmt;
+}
+
+std::vector<row> connection::query(std::string_view sql, const std::vector<param>& params) {
+  sqlite3_stmt* stmt = prepare(sql);
+  // Reset even when a step throws, so the cached statement is reusable.
+  struct resetter {
+    sqlite3_stmt* s;
+    ~resetter() {
+      sqlite3_reset(s);
+      sqlite3_clear_bindings(s);
+    }
+  } reset{stmt};
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const int idx = static_cast<int>(i) + 1;
+    int rc = SQLITE_OK;
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::nullptr_t>) {
+            rc = sqlite3_bind_null(stmt, idx);
+          } else if constexpr (std::is_same_v<T, std::int64_t>) {
+            rc = sqlite3_bind_int64(stmt, idx, v);
+          } else if constexpr (std::is_same_v<T, double>) {
+            rc = sqlite3_bind_double(stmt, idx, v);
+          } else {
+            rc = sqlite3_bind_text(stmt, idx, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+          }
+        },
+        params[i]);
+    if (rc != SQLITE_OK) fail(rc, "bind");
+  }
+  std::vector<row> rows;
+  const int cols = sqlite3_column_count(stmt);
+  for (;;) {
+    const int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) fail(rc, "step");
+    row r;
+    r.reserve(static_cast<std::size_t>(cols));
+    for (int c = 0; c < cols; ++c) {
+      if (sqlite3_column_type(stmt, c) == SQLITE_NULL) {
+        r.emplace_back(std::nullopt);
+      } else {
+        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+        r.emplace_back(std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, c))));
+      }
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+long long connection::changes() const noexcept { return sqlite3_changes64(db_); }
+
+void connection::exec_script(const std::string& sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (err != nullptr) sqlite3_free(err);
+  if (rc != SQLITE_OK) fail(rc, "script");
+}
+
+void connection::begin_immediate() { exec_script("BEGIN IMMEDIATE"); }
+void connection::commit() { exec_script("COMMIT"); }
+void connection::rollback() noexcept {
+  if (db_ != nullptr && sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+}  // namespace spool::sqlite::detail

@@ -1,0 +1,76 @@
+// A thin RAII layer over one sqlite3 connection: WAL, busy timeout, chosen
+// synchronous level, a prepared-statement cache, bound parameters only, and
+// every failure translated to spool::error in one place.
+// Thread safety: one thread at a time (the pool hands it out exclusively).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "spool/database.hpp"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace spool::sqlite::detail {
+
+class connection {
+ public:
+  // Opens (creating the file if needed) and applies the connection settings.
+  // Errors: invalid_state (sqlite_too_old), unavailable (cannot open / busy).
+  connection(const std::string& path, std::chrono::milliseconds busy_timeout, sqlite_synchronous sync);
+  // Borrows an application's handle; never closed by Spool.
+  explicit connection(::sqlite3* borrowed);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  [[nodiscard]] ::sqlite3* native() const noexcept { return db_; }
+  [[nodiscard]] bool in_transaction() const noexcept;
+
+  // Runs one statement (cached prepared) with bound parameters; returns rows
+  // as text. Errors: unavailable (busy/locked), invalid_state (missing table),
+  // database_error.
+  std::vector<row> query(std::string_view sql, const std::vector<param>& params);
+  // Rows changed by the last statement.
+  [[nodiscard]] long long changes() const noexcept;
+  // Runs SQL text that may hold several statements (migrations), uncached.
+  void exec_script(const std::string& sql);
+
+  void begin_immediate();
+  void commit();
+  void rollback() noexcept;
+
+ private:
+  ::sqlite3_stmt* prepare(std::string_view sql);
+  [[noreturn]] void fail(int rc, std::string_view context) const;
+
+  ::sqlite3* db_ = nullptr;
+  bool owned_ = true;
+  std::unordered_map<std::string, ::sqlite3_stmt*> cache_;
+};
+
+// RAII transaction on a connection: BEGIN IMMEDIATE now, ROLLBACK unless committed.
+class immediate_tx {
+ public:
+  explicit immediate_tx(connection& c) : c_(c) { c_.begin_immediate(); }
+  ~immediate_tx() {
+    if (!done_) c_.rollback();
+  }
+  immediate_tx(const immediate_tx&) = delete;
+  immediate_tx& operator=(const immediate_tx&) = delete;
+  void commit() {
+    c_.commit();
+    done_ = true;
+  }
+
+ private:
+  connection& c_;
+  bool done_ = false;
+};
+
+}  // namespace spool::sqlite::detail

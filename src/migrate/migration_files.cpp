@@ -1,0 +1,115 @@
+#include "migrate/migration_files.hpp"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/embedded_sql.hpp"
+#include "common/identifier.hpp"
+
+namespace spool::detail {
+
+namespace {
+
+std::string sha256_hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
+  return out;
+}
+
+std::string sql_literal(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+const std::vector<std::string>& all_components() {
+  static const std::vector<std::string> components = {"mq"};
+  return components;
+}
+
+std::vector<migration_file> migration_files(engine kind, const std::string& component) {
+  const std::string prefix = fmt::format("{}/{}/", kind == engine::postgres ? "postgres" : "sqlite", component);
+  std::vector<migration_file> out;
+  for (const auto& f : embedded_sql_files()) {
+    if (f.path.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view file = f.path.substr(prefix.size());
+    if (file.find('/') != std::string_view::npos || file.size() < 6) continue;  // queries/ and others
+    migration_file m;
+    m.component = component;
+    m.version = std::stoi(std::string(file.substr(0, 4)));
+    m.name = std::string(file.substr(0, file.size() - 4));
+    m.checksum = sha256_hex(f.text);
+    std::istringstream in{std::string(f.text)};
+    std::string line;
+    std::string* section = nullptr;
+    while (std::getline(in, line)) {
+      if (line.rfind("-- spool:up", 0) == 0) {
+        section = &m.up;
+      } else if (line.rfind("-- spool:down", 0) == 0) {
+        section = &m.down;
+      } else if (line.rfind("-- spool:no-transaction", 0) == 0) {
+        m.transactional = false;
+      } else if (line.rfind("-- spool:rebuild-invalid", 0) == 0) {
+        std::istringstream names(line.substr(24));
+        for (std::string n; names >> n;) m.rebuild_invalid.push_back(n);
+      } else if (section != nullptr) {
+        *section += line + "\n";
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.version < b.version; });
+  return out;
+}
+
+std::vector<std::string> split_statements(const std::string& sql) {
+  std::vector<std::string> out;
+  std::istringstream in(sql);
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (line.rfind("--", 0) == 0) continue;
+    current += line + "\n";
+    auto end = line.find_last_not_of(" \t\r");
+    if (end != std::string::npos && line[end] == ';') {
+      out.push_back(current);
+      current.clear();
+    }
+  }
+  if (current.find_first_not_of(" \t\r\n") != std::string::npos) out.push_back(current);
+  return out;
+}
+
+std::string render_template(std::string sql, const std::string& schema) {
+  const std::string s = schema.empty() ? "" : quote_identifier(schema) + ".";
+  const std::string name = schema.empty() ? "current_schema()" : sql_literal(schema);
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"{{s}}", s}, {"{{schema_name}}", name}}) {
+    for (std::size_t pos = 0; (pos = sql.find(key, pos)) != std::string::npos; pos += value.size()) {
+      sql.replace(pos, key.size(), value);
+    }
+  }
+  return sql;
+}
+
+std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema) {
+  static const std::pair<const char*, const char*> tables[] = {{"mq", "queue_messages"}};
+  std::string table = component;
+  for (const auto& [c, t] : tables) {
+    if (component == c) table = t;
+  }
+  if (kind == engine::sqlite) return sql_literal("main." + table);
+  if (schema.empty()) return fmt::format("current_schema() || {}", sql_literal("." + table));
+  return sql_literal(schema + "." + table);
+}
+
+}  // namespace spool::detail

@@ -1,0 +1,420 @@
+// The message queue's logic above the store seam: receipts, decoding and
+// quarantine, counters, stop. Everything SQL is in store_*.cpp.
+#include "spool/mq/queue.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+#include "common/identifier.hpp"
+#include "common/uuid.hpp"
+#include "engine/database_impl.hpp"
+#include "engine/postgres/tx_impl.hpp"
+#include "engine/sqlite/tx_impl.hpp"
+#include "mq/store.hpp"
+#include "spool/error.hpp"
+#include "spool/pg.hpp"
+#include "spool/sqlite.hpp"
+
+namespace spool::mq {
+
+namespace {
+
+constexpr std::int64_t max_delay_s = 4294967295;  // 2^32 - 1 (§5.4)
+
+std::int64_t checked_delay(std::chrono::seconds d, const char* what) {
+  if (d.count() < 0 || d.count() > max_delay_s) {
+    throw error(errc::invalid_argument, fmt::format("{} must be 0 … 4294967295 seconds, got {}", what, d.count()));
+  }
+  return d.count();
+}
+
+// Encodes a batch: ids assigned, sizes checked, nothing inserted on failure.
+std::vector<detail::encoded_row> encode_rows(const std::vector<const std::string*>& queues,
+                                             const std::vector<const message*>& msgs, std::size_t max_payload) {
+  std::vector<detail::encoded_row> rows;
+  rows.reserve(msgs.size());
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    const message* m = msgs[i];
+    message with_id;
+    if (m->id.empty()) {
+      with_id = *m;
+      with_id.id = spool::detail::uuid_v7();
+      m = &with_id;
+    }
+    detail::encoded_row r;
+    r.queue_name = queues[i];
+    r.id = m->id;
+    r.group = m->message_group_id;
+    try {
+      r.payload = encode(*m);
+    } catch (const error& e) {
+      throw error(errc::invalid_argument, fmt::format("message {} (id \"{}\"): {}", i, truncate_utf8(m->id, 64), e.what()),
+                  e.reason());
+    }
+    if (r.payload.size() > max_payload) {
+      throw error(errc::invalid_argument,
+                  fmt::format("message {} (id \"{}\"): payload of {} bytes exceeds max_payload_bytes {}", i,
+                              truncate_utf8(m->id, 64), r.payload.size(), max_payload),
+                  "payload_too_large");
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+publish_result to_result(const std::vector<detail::encoded_row>& rows, const std::vector<bool>& inserted) {
+  publish_result out;
+  out.ids.reserve(rows.size());
+  out.statuses.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out.ids.push_back(rows[i].id);
+    out.statuses.push_back(inserted[i] ? publish_status::inserted : publish_status::already_present);
+  }
+  return out;
+}
+
+void check_queue_name(const std::string& name) {
+  if (name.empty()) throw error(errc::invalid_argument, "queue name must not be empty");
+}
+
+}  // namespace
+
+std::string receipt_id(std::string_view receipt) {
+  if (receipt.size() < 37 || !spool::detail::is_uuid(receipt.substr(0, 36)) || receipt[36] != ':') {
+    throw error(errc::invalid_argument,
+                fmt::format("malformed receipt handle \"{}\": expected <uuid>:<id>", truncate_utf8(receipt, 80)),
+                "malformed_receipt");
+  }
+  return std::string(receipt.substr(37));
+}
+
+struct queue::impl {
+  impl(database d, queue_options o, bool owns) : db(std::move(d)), opts(std::move(o)), owns_db(owns) {
+    check_queue_name(opts.name);
+    shown = redact_password(opts.name);
+    if (!opts.schema.empty()) spool::detail::validate_identifier("schema", opts.schema);
+    if (opts.visibility_timeout.count() < 0) {
+      throw error(errc::invalid_argument,
+                  fmt::format("visibility_timeout must not be negative, got {}", opts.visibility_timeout.count()));
+    }
+    if (opts.poll_interval.count() <= 0) throw error(errc::invalid_argument, "poll_interval must be positive");
+    visibility = opts.visibility_timeout.count() == 0 ? std::chrono::seconds{30} : opts.visibility_timeout;
+    st = db.kind() == engine::postgres ? detail::make_postgres_store(db.impl(), opts.schema)
+                                       : detail::make_sqlite_store(db.impl());
+  }
+
+  // Runs one database operation: refuses after stop, and reports a failure
+  // caused by a racing stop as `stopped`, never as a driver error.
+  template <class F>
+  auto run(F&& f) {
+    {
+      std::lock_guard lock(mutex);
+      if (stopped) throw stopped_error();
+      ++running;
+    }
+    struct leave_guard {
+      impl* self;
+      ~leave_guard() {
+        std::lock_guard lock(self->mutex);
+        if (--self->running == 0) self->idle.notify_all();
+      }
+    } guard{this};
+    try {
+      ensure_tables();
+      return f();
+    } catch (const error&) {
+      if (is_stopped()) throw stopped_error();
+      throw;
+    }
+  }
+
+  void ensure_tables() {
+    if (tables_checked.load(std::memory_order_acquire)) return;
+    st->check_tables();
+    tables_checked.store(true, std::memory_order_release);
+  }
+
+  [[nodiscard]] bool is_stopped() {
+    std::lock_guard lock(mutex);
+    return stopped;
+  }
+
+  [[nodiscard]] error stopped_error() const {
+    return error(errc::stopped, fmt::format("queue \"{}\" is stopped", shown));
+  }
+
+  void quarantine(const detail::claimed_row& row, const std::string& receipt, const std::string& reason) {
+    const std::string text = truncate_utf8(reason, 1000);
+    try {
+      st->quarantine(opts.name, row.id, receipt, text);
+      spdlog::warn("malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})",
+                   shown, row.id, text);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not quarantine malformed message (queue {}, message id {}, error {})", shown, row.id,
+                   e.what());
+    }
+  }
+
+  bool release(std::string_view receipt, std::chrono::seconds delay, std::atomic<std::uint64_t>& counter,
+               const char* op) {
+    const std::string id = receipt_id(receipt);
+    const std::int64_t d = checked_delay(delay, "delay");
+    const bool matched = run([&] { return st->release(opts.name, id, std::string(receipt), d); });
+    if (matched) {
+      counter.fetch_add(1, std::memory_order_relaxed);
+      if (d == 0) db.impl().wake().raise();
+    } else {
+      spdlog::debug("{}: stale receipt handle {} on queue {}", op, receipt, shown);
+    }
+    return matched;
+  }
+
+  database db;
+  queue_options opts;
+  std::string shown;  // the name as logs and errors show it (password redacted)
+  bool owns_db;
+  std::chrono::seconds visibility{30};
+  std::unique_ptr<detail::store> st;
+  std::atomic<bool> tables_checked{false};
+
+  std::mutex mutex;
+  std::condition_variable idle;
+  bool stopped = false;
+  int running = 0;
+
+  std::atomic<std::uint64_t> polled{0}, acked{0}, nacked{0}, deferred{0};
+};
+
+queue::queue(database db, queue_options options) : impl_(std::make_unique<impl>(std::move(db), std::move(options), false)) {}
+
+queue::queue(const queue_config& config, queue_options options) {
+  database_options dbo;
+  if (config.connections == 0) throw error(errc::invalid_argument, "connections must be at least 1");
+  dbo.pool_size = config.connections;
+  auto db = database::open(config.queue_uri, dbo);
+  options.name = config.effective_name();
+  if (options.visibility_timeout.count() == 0) options.visibility_timeout = config.effective_visibility();
+  impl_ = std::make_unique<impl>(std::move(db), std::move(options), true);
+}
+
+queue::~queue() { stop(); }
+
+std::vector<delivered_message> queue::poll(std::size_t max) {
+  if (impl_->is_stopped()) throw impl_->stopped_error();
+  if (max == 0) return {};
+  auto& s = *impl_;
+  const std::string poll_uuid = spool::detail::uuid_v4();
+  auto rows = s.run([&] { return s.st->claim(s.opts.name, poll_uuid, max, s.visibility.count(), s.opts.strict_group_order); });
+
+  std::vector<delivered_message> out;
+  out.reserve(rows.size());
+  for (auto& row : rows) {
+    std::string receipt = poll_uuid + ":" + row.id;
+    if (s.opts.max_receive_count > 0 && row.receive_count && *row.receive_count > s.opts.max_receive_count) {
+      s.quarantine(row, receipt, "max receives exceeded");
+      continue;
+    }
+    auto decoded = decode(row.payload);
+    if (!decoded.ok()) {
+      s.quarantine(row, receipt, decoded.error);
+      continue;
+    }
+    if (s.opts.strict_validation) {
+      if (auto why = strict_violation(*decoded.value, row.id); !why.empty()) {
+        s.quarantine(row, receipt, why);
+        continue;
+      }
+    }
+    delivered_message d;
+    d.body = std::move(*decoded.value);
+    d.receipt = std::move(receipt);
+    d.broker_message_id = row.id;
+    d.queue = s.opts.name;
+    d.receive_count = row.receive_count;
+    d.created_at = row.created_at;
+    d.group = std::move(row.group);
+    out.push_back(std::move(d));
+  }
+  std::sort(out.begin(), out.end(), [](const delivered_message& a, const delivered_message& b) {
+    return std::tie(a.created_at, a.broker_message_id) < std::tie(b.created_at, b.broker_message_id);
+  });
+  s.polled.fetch_add(out.size(), std::memory_order_relaxed);
+  return out;
+}
+
+std::vector<delivered_message> queue::poll_wait(std::size_t max, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto& wake = impl_->db.impl().wake();
+  for (;;) {
+    const auto seen = wake.generation();
+    auto got = poll(max);
+    if (!got.empty()) return got;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return got;
+    wake.wait_until(seen, std::min(deadline, now + impl_->opts.poll_interval), [&] { return impl_->is_stopped(); });
+    if (impl_->is_stopped()) throw impl_->stopped_error();
+  }
+}
+
+void queue::ack(std::string_view receipt, std::string_view /*broker_message_id*/) {
+  const std::string id = receipt_id(receipt);
+  if (!impl_->run([&] { return impl_->st->ack(impl_->opts.name, id, std::string(receipt)); })) {
+    throw error(errc::not_found, fmt::format("ack: receipt handle not found: {}", receipt));
+  }
+  impl_->acked.fetch_add(1, std::memory_order_relaxed);
+  impl_->db.impl().wake().raise();
+}
+
+std::vector<ack_status> queue::ack_batch(const std::vector<std::string>& receipts) {
+  if (receipts.empty()) return {};
+  std::vector<std::string> ids;
+  ids.reserve(receipts.size());
+  for (const auto& r : receipts) ids.push_back(receipt_id(r));
+  const auto deleted = impl_->run([&] { return impl_->st->ack_batch(impl_->opts.name, ids, receipts); });
+  std::vector<ack_status> out;
+  std::uint64_t n = 0;
+  for (bool d : deleted) {
+    out.push_back(d ? ack_status::acked : ack_status::not_found);
+    n += d ? 1 : 0;
+  }
+  impl_->acked.fetch_add(n, std::memory_order_relaxed);
+  if (n > 0) impl_->db.impl().wake().raise();
+  return out;
+}
+
+bool queue::nack(std::string_view receipt, std::chrono::seconds delay) {
+  return impl_->release(receipt, delay, impl_->nacked, "nack");
+}
+
+bool queue::defer(std::string_view receipt, std::chrono::seconds delay) {
+  return impl_->release(receipt, delay, impl_->deferred, "defer");
+}
+
+void queue::extend_visibility(std::string_view receipt, std::chrono::seconds window) {
+  const std::string id = receipt_id(receipt);
+  const std::int64_t w = checked_delay(window, "visibility");
+  if (!impl_->run([&] { return impl_->st->extend(impl_->opts.name, id, std::string(receipt), w); })) {
+    throw error(errc::not_found, fmt::format("extend_visibility: receipt handle not found: {}", receipt));
+  }
+}
+
+publish_result queue::publish(const message& m, std::chrono::seconds delay) { return publish_batch({m}, delay); }
+
+publish_result queue::publish_batch(const std::vector<message>& batch, std::chrono::seconds delay) {
+  if (impl_->is_stopped()) throw impl_->stopped_error();
+  if (batch.empty()) return {};
+  const std::int64_t d = checked_delay(delay, "delay");
+  std::vector<const std::string*> queues(batch.size(), &impl_->opts.name);
+  std::vector<const message*> msgs;
+  for (const auto& m : batch) msgs.push_back(&m);
+  const auto rows = encode_rows(queues, msgs, impl_->opts.max_payload_bytes);
+  const auto inserted = impl_->run([&] { return impl_->st->insert(rows, d); });
+  return to_result(rows, inserted);
+}
+
+publish_result queue::publish(pg::tx& tx, const message& m, std::chrono::seconds delay) {
+  return publish_batch(tx, std::vector<message>{m}, delay);
+}
+publish_result queue::publish(sqlite::tx& tx, const message& m, std::chrono::seconds delay) {
+  return publish_batch(tx, std::vector<message>{m}, delay);
+}
+
+namespace {
+std::vector<batch_row> rows_for(const std::string& name, const std::vector<message>& batch) {
+  std::vector<batch_row> rows;
+  rows.reserve(batch.size());
+  for (const auto& m : batch) rows.push_back({name, m});
+  return rows;
+}
+}  // namespace
+
+publish_result queue::publish_batch(pg::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
+  if (impl_->is_stopped()) throw impl_->stopped_error();
+  return insert_batch(tx, rows_for(impl_->opts.name, batch),
+                      insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay});
+}
+
+publish_result queue::publish_batch(sqlite::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
+  if (impl_->is_stopped()) throw impl_->stopped_error();
+  return insert_batch(tx, rows_for(impl_->opts.name, batch),
+                      insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay});
+}
+
+namespace {
+template <class Tx, class Insert>
+publish_result insert_batch_on(Tx& tx, const std::vector<batch_row>& rows, const insert_options& options,
+                               Insert&& insert) {
+  if (rows.empty()) return {};
+  if (!options.schema.empty()) spool::detail::validate_identifier("schema", options.schema);
+  const std::int64_t d = checked_delay(options.delay, "delay");
+  std::vector<const std::string*> queues;
+  std::vector<const message*> msgs;
+  for (const auto& r : rows) {
+    check_queue_name(r.queue_name);
+    queues.push_back(&r.queue_name);
+    msgs.push_back(&r.body);
+  }
+  const auto encoded = encode_rows(queues, msgs, options.max_payload_bytes);
+  tx.impl().require_transaction();
+  return to_result(encoded, insert(tx.impl().conn(), encoded, d));
+}
+}  // namespace
+
+publish_result insert_batch(pg::tx& tx, const std::vector<batch_row>& rows, const insert_options& options) {
+  return insert_batch_on(tx, rows, options, [&](pg::detail::connection& c, const auto& enc, std::int64_t d) {
+    return detail::postgres_insert(c, options.schema, enc, d);
+  });
+}
+
+publish_result insert_batch(sqlite::tx& tx, const std::vector<batch_row>& rows, const insert_options& options) {
+  return insert_batch_on(tx, rows, options, [](sqlite::detail::connection& c, const auto& enc, std::int64_t d) {
+    return detail::sqlite_insert(c, enc, d);
+  });
+}
+
+queue_metrics queue::metrics() {
+  const auto c = impl_->run([&] { return impl_->st->metrics(impl_->opts.name); });
+  return {impl_->opts.name, c.pending, c.in_flight, c.delayed, c.expired, counters()};
+}
+
+queue_counters queue::counters() const {
+  return {impl_->opts.name, impl_->polled.load(), impl_->acked.load(), impl_->nacked.load(), impl_->deferred.load()};
+}
+
+std::vector<failed_message> queue::failed(std::size_t limit) {
+  return impl_->run([&] { return impl_->st->failed(impl_->opts.name, limit); });
+}
+
+bool queue::healthy() {
+  if (impl_->is_stopped()) return false;
+  return impl_->st->healthy();
+}
+
+const std::string& queue::identifier() const noexcept { return impl_->opts.name; }
+std::chrono::seconds queue::visibility_timeout() const noexcept { return impl_->visibility; }
+
+void queue::stop() {
+  if (!impl_) return;
+  {
+    std::unique_lock lock(impl_->mutex);
+    impl_->stopped = true;
+  }
+  impl_->db.impl().wake().poke();
+  {
+    std::unique_lock lock(impl_->mutex);
+    impl_->idle.wait(lock, [&] { return impl_->running == 0; });
+  }
+  if (impl_->owns_db) {
+    if (impl_->db.kind() == engine::postgres) {
+      impl_->db.impl().pg_pool().clear_idle();
+    } else {
+      impl_->db.impl().sqlite_pool().clear_idle();
+    }
+  }
+}
+
+}  // namespace spool::mq

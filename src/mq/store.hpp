@@ -1,0 +1,85 @@
+// The message queue's store seam: everything that is SQL, behind one narrow
+// interface with a PostgreSQL and a SQLite implementation. Logic that is not
+// SQL (JSON, receipts, counters, stop) lives once, in queue.cpp.
+// Thread safety: implementations are safe from many threads (pooled connections).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spool/mq/queue.hpp"
+
+namespace spool::detail {
+class database_impl;
+}
+namespace spool::pg::detail {
+class connection;
+}
+namespace spool::sqlite::detail {
+class connection;
+}
+
+namespace spool::mq::detail {
+
+struct claimed_row {
+  std::string id;
+  std::string payload;
+  std::optional<std::string> group;
+  std::int64_t created_at = 0;
+  std::optional<std::int64_t> receive_count;
+};
+
+// A message ready for insertion: encoded, id assigned.
+struct encoded_row {
+  const std::string* queue_name = nullptr;
+  std::string id;
+  std::optional<std::string> group;
+  std::string payload;
+};
+
+struct counts {
+  std::int64_t pending = 0, in_flight = 0, delayed = 0, expired = 0;
+};
+
+class store {
+ public:
+  virtual ~store() = default;
+  // invalid_state (schema_version_mismatch) naming a missing table.
+  virtual void check_tables() = 0;
+  virtual std::vector<claimed_row> claim(const std::string& queue, const std::string& poll_uuid, std::size_t max,
+                                         std::int64_t visibility_s, bool strict_group_order) = 0;
+  // Moves one claimed row to the failed table; false when the row was gone.
+  virtual bool quarantine(const std::string& queue, const std::string& id, const std::string& receipt,
+                          const std::string& reason) = 0;
+  virtual bool ack(const std::string& queue, const std::string& id, const std::string& receipt) = 0;
+  virtual bool release(const std::string& queue, const std::string& id, const std::string& receipt,
+                       std::int64_t delay_s) = 0;
+  virtual bool extend(const std::string& queue, const std::string& id, const std::string& receipt,
+                      std::int64_t window_s) = 0;
+  // Per input position: true when that receipt deleted a row.
+  virtual std::vector<bool> ack_batch(const std::string& queue, const std::vector<std::string>& ids,
+                                      const std::vector<std::string>& receipts) = 0;
+  // Auto-committed batch insert; per row: true when inserted.
+  virtual std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) = 0;
+  virtual counts metrics(const std::string& queue) = 0;
+  virtual std::vector<failed_message> failed(const std::string& queue, std::size_t limit) = 0;
+  virtual bool healthy() = 0;
+};
+
+// schema: validated schema name or empty (current_schema()).
+std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema);
+std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db);
+
+// Transactional inserts on a caller's connection (never commit).
+std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
+                                  const std::vector<encoded_row>& rows, std::int64_t delay_s);
+std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const std::vector<encoded_row>& rows,
+                                std::int64_t delay_s);
+
+// Replaces {{s}} with the quoted schema and a dot (or nothing) in embedded SQL.
+std::string render_sql(std::string_view path, const std::string& schema);
+
+}  // namespace spool::mq::detail

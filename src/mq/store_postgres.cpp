@@ -1,0 +1,203 @@
+// The message queue on PostgreSQL: every statement is one file under
+// sql/postgres/mq/queries/, all values bound.
+#include <fmt/format.h>
+
+#include <map>
+#include <unordered_map>
+
+#include "common/embedded_sql.hpp"
+#include "common/identifier.hpp"
+#include "engine/database_impl.hpp"
+#include "mq/store.hpp"
+#include "spool/error.hpp"
+
+namespace spool::mq::detail {
+
+using pg::detail::intent;
+
+std::string render_sql(std::string_view path, const std::string& schema) {
+  std::string sql(spool::detail::embedded_sql(path));
+  const std::string prefix = schema.empty() ? std::string() : spool::detail::quote_identifier(schema) + ".";
+  for (std::size_t pos = 0; (pos = sql.find("{{s}}", pos)) != std::string::npos;) {
+    sql.replace(pos, 5, prefix);
+    pos += prefix.size();
+  }
+  return sql;
+}
+
+namespace {
+
+std::int64_t to_i64(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
+std::optional<std::int64_t> to_opt_i64(const std::optional<std::string>& s) {
+  return s ? std::optional<std::int64_t>(std::stoll(*s)) : std::nullopt;
+}
+
+class postgres_store final : public store {
+ public:
+  postgres_store(spool::detail::database_impl& db, std::string schema) : db_(db), schema_(std::move(schema)) {
+    for (const char* name : {"claim", "quarantine", "ack", "release", "extend", "ack_batch", "metrics", "failed"}) {
+      sql_[name] = render_sql(fmt::format("postgres/mq/queries/{}.sql", name), schema_);
+    }
+  }
+
+  void check_tables() override {
+    const std::string prefix = schema_.empty() ? "" : spool::detail::quote_identifier(schema_) + ".";
+    auto conn = db_.pg_pool().acquire();
+    const auto rows = conn->query(spool::detail::embedded_sql("postgres/mq/queries/check_tables.sql"),
+                                  {prefix + "queue_messages", prefix + "queue_messages_failed"}, intent::read);
+    const char* names[] = {"queue_messages", "queue_messages_failed"};
+    for (int i = 0; i < 2; ++i) {
+      if (rows.at(0).at(i) != "t") {
+        throw error(errc::invalid_state,
+                    fmt::format("table {}{} does not exist in {}; run `spool migrate --db URI` (or "
+                                "spool::mq::migrate) as the database owner",
+                                prefix, names[i], db_.display()),
+                    "schema_version_mismatch");
+      }
+    }
+  }
+
+  std::vector<claimed_row> claim(const std::string& queue, const std::string& poll_uuid, std::size_t max,
+                                 std::int64_t visibility_s, bool strict) override {
+    auto conn = db_.pg_pool().acquire();
+    const auto rows = conn->query(sql_.at("claim"),
+                                  {queue, poll_uuid, static_cast<std::int64_t>(max), visibility_s,
+                                   std::string(strict ? "true" : "false")},
+                                  intent::write);
+    std::vector<claimed_row> out;
+    out.reserve(rows.size());
+    for (const auto& r : rows) {
+      out.push_back({*r[0], *r[1], r[2], to_i64(r[3]), to_opt_i64(r[4])});
+    }
+    return out;
+  }
+
+  bool quarantine(const std::string& queue, const std::string& id, const std::string& receipt,
+                  const std::string& reason) override {
+    auto conn = db_.pg_pool().acquire();
+    auto res = conn->exec(sql_.at("quarantine"), {queue, id, receipt, reason}, intent::write);
+    return affected(res.get()) > 0;
+  }
+
+  bool ack(const std::string& queue, const std::string& id, const std::string& receipt) override {
+    return run_affecting("ack", {queue, id, receipt});
+  }
+  bool release(const std::string& queue, const std::string& id, const std::string& receipt,
+               std::int64_t delay_s) override {
+    return run_affecting("release", {queue, id, receipt, delay_s});
+  }
+  bool extend(const std::string& queue, const std::string& id, const std::string& receipt,
+              std::int64_t window_s) override {
+    return run_affecting("extend", {queue, id, receipt, window_s});
+  }
+
+  std::vector<bool> ack_batch(const std::string& queue, const std::vector<std::string>& ids,
+                              const std::vector<std::string>& receipts) override {
+    std::vector<const std::string*> id_ptrs, receipt_ptrs;
+    for (const auto& s : ids) id_ptrs.push_back(&s);
+    for (const auto& s : receipts) receipt_ptrs.push_back(&s);
+    auto conn = db_.pg_pool().acquire();
+    const auto rows = conn->query(
+        sql_.at("ack_batch"), {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)},
+        intent::write);
+    std::unordered_map<std::string, bool> deleted;
+    for (const auto& r : rows) deleted[*r[0]] = true;
+    std::vector<bool> out(receipts.size(), false);
+    for (std::size_t i = 0; i < receipts.size(); ++i) {
+      auto it = deleted.find(receipts[i]);
+      if (it != deleted.end() && it->second) {
+        out[i] = true;
+        it->second = false;  // a receipt repeated in the batch acks once
+      }
+    }
+    return out;
+  }
+
+  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) override {
+    auto conn = db_.pg_pool().acquire();
+    auto out = postgres_insert(*conn, schema_, rows, delay_s);
+    db_.wake().raise();
+    return out;
+  }
+
+  counts metrics(const std::string& queue) override {
+    auto conn = db_.pg_pool().acquire();
+    const auto rows = conn->query(sql_.at("metrics"), {queue}, intent::read);
+    const auto& r = rows.at(0);
+    return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3])};
+  }
+
+  std::vector<failed_message> failed(const std::string& queue, std::size_t limit) override {
+    auto conn = db_.pg_pool().acquire();
+    const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, intent::read);
+    std::vector<failed_message> out;
+    for (const auto& r : rows) {
+      out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
+    }
+    return out;
+  }
+
+  bool healthy() override {
+    try {
+      auto conn = db_.pg_connect(2);
+      conn->exec("SET statement_timeout = 2000", {}, intent::read);
+      conn->exec("SELECT 1", {}, intent::read);
+      return true;
+    } catch (const error&) {
+      return false;
+    }
+  }
+
+ private:
+  static long long affected(const PGresult* res) {
+    const char* n = PQcmdTuples(const_cast<PGresult*>(res));
+    return (n && *n) ? std::stoll(n) : 0;
+  }
+  bool run_affecting(const char* name, const std::vector<param>& params) {
+    auto conn = db_.pg_pool().acquire();
+    auto res = conn->exec(sql_.at(name), params, intent::write);
+    return affected(res.get()) > 0;
+  }
+
+  spool::detail::database_impl& db_;
+  std::string schema_;
+  std::unordered_map<std::string, std::string> sql_;
+};
+
+}  // namespace
+
+std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
+                                  const std::vector<encoded_row>& rows, std::int64_t delay_s) {
+  std::vector<const std::string*> queues, ids, groups, payloads;
+  queues.reserve(rows.size());
+  for (const auto& r : rows) {
+    queues.push_back(r.queue_name);
+    ids.push_back(&r.id);
+    groups.push_back(r.group ? &*r.group : nullptr);
+    payloads.push_back(&r.payload);
+  }
+  const auto inserted = conn.query(
+      render_sql("postgres/mq/queries/publish.sql", schema),
+      {pg::detail::text_array(queues), pg::detail::text_array(ids), pg::detail::text_array(groups),
+       pg::detail::text_array(payloads), delay_s},
+      intent::write);
+  // Map the inserted (queue, id) keys back to the first input position that
+  // carries them: within a batch the first occurrence wins.
+  std::map<std::pair<std::string, std::string>, bool> fresh;
+  for (const auto& r : inserted) fresh[{*r[0], *r[1]}] = true;
+  std::vector<bool> out(rows.size(), false);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto it = fresh.find({*rows[i].queue_name, rows[i].id});
+    if (it != fresh.end() && it->second) {
+      out[i] = true;
+      it->second = false;
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema) {
+  return std::make_unique<postgres_store>(db, schema);
+}
+
+}  // namespace spool::mq::detail

@@ -1,0 +1,163 @@
+// The message queue on SQLite (message-queue.md §8): every write runs in
+// BEGIN IMMEDIATE, `now` is the host clock in whole seconds, bound once.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <unordered_map>
+
+#include "common/embedded_sql.hpp"
+#include "engine/database_impl.hpp"
+#include "mq/store.hpp"
+#include "spool/error.hpp"
+
+namespace spool::mq::detail {
+
+namespace {
+
+std::int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+std::int64_t to_i64(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
+std::optional<std::int64_t> to_opt_i64(const std::optional<std::string>& s) {
+  return s ? std::optional<std::int64_t>(std::stoll(*s)) : std::nullopt;
+}
+std::string_view q(const char* name) { return spool::detail::embedded_sql(fmt::format("sqlite/mq/queries/{}.sql", name)); }
+
+using sqlite::detail::immediate_tx;
+
+class sqlite_store final : public store {
+ public:
+  explicit sqlite_store(spool::detail::database_impl& db) : db_(db) {
+    for (const char* name : {"claim", "quarantine_insert", "quarantine_delete", "ack", "release", "extend",
+                             "publish", "metrics", "failed", "check_tables"}) {
+      sql_.emplace(name, q(name));
+    }
+  }
+
+  void check_tables() override {
+    auto conn = db_.sqlite_pool().acquire();
+    const auto rows = conn->query(sql_.at("check_tables"), {});
+    if (to_i64(rows.at(0).at(0)) != 2) {
+      throw error(errc::invalid_state,
+                  fmt::format("tables queue_messages and queue_messages_failed are missing in {}; run `spool "
+                              "migrate --db URI` (or spool::mq::migrate) first",
+                              db_.display()),
+                  "schema_version_mismatch");
+    }
+  }
+
+  std::vector<claimed_row> claim(const std::string& queue, const std::string& poll_uuid, std::size_t max,
+                                 std::int64_t visibility_s, bool strict) override {
+    auto conn = db_.sqlite_pool().acquire();
+    immediate_tx tx(*conn);
+    const auto rows = conn->query(sql_.at("claim"), {queue, poll_uuid, static_cast<std::int64_t>(max), visibility_s,
+                                                     std::int64_t{strict ? 1 : 0}, now_s()});
+    tx.commit();
+    std::vector<claimed_row> out;
+    out.reserve(rows.size());
+    for (const auto& r : rows) out.push_back({*r[0], *r[1], r[2], to_i64(r[3]), to_opt_i64(r[4])});
+    return out;
+  }
+
+  bool quarantine(const std::string& queue, const std::string& id, const std::string& receipt,
+                  const std::string& reason) override {
+    auto conn = db_.sqlite_pool().acquire();
+    immediate_tx tx(*conn);
+    conn->query(sql_.at("quarantine_insert"), {queue, id, receipt, reason, now_s()});
+    conn->query(sql_.at("quarantine_delete"), {queue, id, receipt});
+    const bool moved = conn->changes() > 0;
+    tx.commit();
+    return moved;
+  }
+
+  bool ack(const std::string& queue, const std::string& id, const std::string& receipt) override {
+    return run_affecting("ack", {queue, id, receipt});
+  }
+  bool release(const std::string& queue, const std::string& id, const std::string& receipt,
+               std::int64_t delay_s) override {
+    return run_affecting("release", {queue, id, receipt, delay_s, now_s()});
+  }
+  bool extend(const std::string& queue, const std::string& id, const std::string& receipt,
+              std::int64_t window_s) override {
+    return run_affecting("extend", {queue, id, receipt, window_s, now_s()});
+  }
+
+  std::vector<bool> ack_batch(const std::string& queue, const std::vector<std::string>& ids,
+                              const std::vector<std::string>& receipts) override {
+    auto conn = db_.sqlite_pool().acquire();
+    immediate_tx tx(*conn);
+    std::vector<bool> out(ids.size(), false);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      conn->query(sql_.at("ack"), {queue, ids[i], receipts[i]});
+      out[i] = conn->changes() > 0;
+    }
+    tx.commit();
+    return out;
+  }
+
+  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) override {
+    auto conn = db_.sqlite_pool().acquire();
+    immediate_tx tx(*conn);
+    auto out = sqlite_insert(*conn, rows, delay_s);
+    tx.commit();
+    db_.wake().raise();
+    return out;
+  }
+
+  counts metrics(const std::string& queue) override {
+    auto conn = db_.sqlite_pool().acquire();
+    const auto rows = conn->query(sql_.at("metrics"), {queue, now_s()});
+    const auto& r = rows.at(0);
+    return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3])};
+  }
+
+  std::vector<failed_message> failed(const std::string& queue, std::size_t limit) override {
+    auto conn = db_.sqlite_pool().acquire();
+    const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)});
+    std::vector<failed_message> out;
+    for (const auto& r : rows) {
+      out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
+    }
+    return out;
+  }
+
+  bool healthy() override {
+    try {
+      auto conn = db_.sqlite_pool().acquire();
+      conn->query("SELECT 1", {});
+      return true;
+    } catch (const error&) {
+      return false;
+    }
+  }
+
+ private:
+  bool run_affecting(const char* name, const std::vector<param>& params) {
+    auto conn = db_.sqlite_pool().acquire();
+    conn->query(sql_.at(name), params);
+    return conn->changes() > 0;
+  }
+
+  spool::detail::database_impl& db_;
+  std::unordered_map<std::string, std::string_view> sql_;
+};
+
+}  // namespace
+
+std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const std::vector<encoded_row>& rows,
+                                std::int64_t delay_s) {
+  const auto sql = q("publish");
+  const std::int64_t now = now_s();
+  std::vector<bool> out(rows.size(), false);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    conn.query(sql, {*r.queue_name, r.id, r.group ? param(*r.group) : param(nullptr), r.payload, delay_s, now});
+    out[i] = conn.changes() > 0;
+  }
+  return out;
+}
+
+std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db) { return std::make_unique<sqlite_store>(db); }
+
+}  // namespace spool::mq::detail

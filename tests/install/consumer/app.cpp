@@ -1,0 +1,41 @@
+// Uses only Spool's public headers and library, as an installed consumer would: a message must
+// survive encode -> decode, and spool::error must carry its code. Exit 0 only if both hold.
+#include <iostream>
+#include <spool/error.hpp>
+#include <spool/mq/message.hpp>
+
+int main() {
+  spool::mq::message m;
+  m.id = "0HN0CONSUMER000001";
+  m.pool_code = "default";
+  m.mediation_type = "HTTP";
+  m.mediation_target = "https://example.invalid/hook";
+  m.message_group_id = "group-1";
+  m.high_priority = true;
+  m.dispatch_mode = "IMMEDIATE";
+
+  const std::string wire = spool::mq::encode(m);
+  std::cout << "encoded: " << wire << "\n";
+  const spool::mq::decode_result back = spool::mq::decode(wire);
+  if (!back.ok()) {
+    std::cerr << "install consumer: decode failed: " << back.error << "\n";
+    return 1;
+  }
+  if (!(*back.value == m)) {
+    std::cerr << "install consumer: decoded message differs from the one encoded\n";
+    return 1;
+  }
+  std::cout << "decoded: id=" << back.value->id << " pool=" << back.value->pool_code << "\n";
+
+  try {
+    throw spool::error(spool::errc::not_found, "no such queue");
+  } catch (const spool::error& e) {
+    if (e.code() != spool::errc::not_found || e.reason() != "not_found" || e.retryable()) {
+      std::cerr << "install consumer: spool::error lost its code (" << spool::to_string(e.code()) << ")\n";
+      return 1;
+    }
+    std::cout << "error: " << spool::to_string(e.code()) << ": " << e.what() << "\n";
+  }
+  std::cout << "install consumer: OK\n";
+  return 0;
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# run_install_test.sh SRC_DIR WORK_DIR — installs Spool into a scratch prefix and uses it from a
+# separate project, the way a downstream user would:
+#   1. configure SRC_DIR (library only) into WORK_DIR/build, build, install into WORK_DIR/prefix;
+#   2. check that no public header drags in libpq-fe.h or sqlite3.h (only spool/pg_native.hpp may);
+#   3. build tests/install/consumer with find_package(spool) and run it;
+#   4. compile the same app.cpp with `pkg-config --cflags --libs spool` and run it.
+# WORK_DIR/build is kept between runs so a re-run only rebuilds what changed.
+set -euo pipefail
+
+PROG=run_install_test.sh
+fail() {
+  echo "$PROG: FAILED: $*" >&2
+  exit 1
+}
+step() { echo "== $PROG: $*"; }
+
+[[ $# -eq 2 ]] || {
+  echo "usage: $PROG SRC_DIR WORK_DIR" >&2
+  exit 2
+}
+SRC=$(cd -- "$1" && pwd -P) || fail "no source directory $1"
+mkdir -p -- "$2"
+WORK=$(cd -- "$2" && pwd -P)
+BUILD=$WORK/build
+PREFIX=$WORK/prefix
+CONSUMER_SRC=$SRC/tests/install/consumer
+CONSUMER_BUILD=$WORK/consumer-build
+[[ -f $SRC/CMakeLists.txt ]] || fail "$SRC has no CMakeLists.txt"
+[[ -f $CONSUMER_SRC/CMakeLists.txt ]] || fail "$CONSUMER_SRC has no CMakeLists.txt"
+
+# Run from ctest under `make test`, we inherit the outer make's jobserver flags, which the inner
+# builds cannot use; they get their own -j instead.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+JOBS=${SPOOL_INSTALL_TEST_JOBS:-2}
+CXX_BIN=${CXX:-c++}
+
+# A build tree configured from another checkout cannot be reused (CMake refuses the cache).
+if [[ -f $BUILD/CMakeCache.txt ]] &&
+  ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" "$BUILD/CMakeCache.txt"; then
+  rm -rf -- "$BUILD"
+fi
+
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+step "configure $SRC -> $BUILD"
+cmake -S "$SRC" -B "$BUILD" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSPOOL_BUILD_TESTS=OFF -DSPOOL_BUILD_BENCH=OFF -DSPOOL_BUILD_EXAMPLES=OFF -DSPOOL_BUILD_CLI=OFF \
+  -DSPOOL_SANITIZE=OFF \
+  -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib \
+  "${launcher[@]}" >"$WORK/configure.log" 2>&1 ||
+  { cat "$WORK/configure.log" >&2; fail "configuring the library failed (log above)"; }
+
+step "build"
+cmake --build "$BUILD" -j "$JOBS" || fail "building the library failed"
+
+step "install -> $PREFIX"
+rm -rf -- "$PREFIX"  # a fresh prefix, so a header removed from the tree cannot linger here
+cmake --install "$BUILD" >"$WORK/install.log" 2>&1 ||
+  { cat "$WORK/install.log" >&2; fail "cmake --install failed (log above)"; }
+[[ -f $PREFIX/lib/cmake/spool/spool-config.cmake ]] || fail "no spool-config.cmake under $PREFIX/lib/cmake/spool"
+[[ -f $PREFIX/lib/pkgconfig/spool.pc ]] || fail "no spool.pc under $PREFIX/lib/pkgconfig"
+[[ -d $PREFIX/include/spool ]] || fail "no headers under $PREFIX/include/spool"
+
+# The public API must not require libpq's or SQLite's headers: only the opt-in native-handle
+# header may include them.
+step "check installed headers"
+leaks=$(
+  cd "$PREFIX/include"
+  grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](libpq-fe|sqlite3)\.h[>"]' spool |
+    grep -vxF spool/pg_native.hpp || true
+)
+[[ -z $leaks ]] || fail "installed headers include libpq-fe.h or sqlite3.h (only spool/pg_native.hpp may):
+$leaks"
+
+step "consumer via find_package(spool)"
+rm -rf -- "$CONSUMER_BUILD"
+cmake -S "$CONSUMER_SRC" -B "$CONSUMER_BUILD" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  >"$WORK/consumer-configure.log" 2>&1 ||
+  { cat "$WORK/consumer-configure.log" >&2; fail "find_package(spool) consumer did not configure (log above)"; }
+cmake --build "$CONSUMER_BUILD" -j "$JOBS" || fail "find_package(spool) consumer did not build"
+# LD_LIBRARY_PATH as well as CMake's build RPATH, in case the RPATH is ever turned off.
+LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$CONSUMER_BUILD/app" ||
+  fail "find_package(spool) consumer ran but failed"
+
+step "consumer via pkg-config"
+export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
+pc_flags=$(pkg-config --cflags --libs spool) || fail "pkg-config --cflags --libs spool failed"
+echo "pkg-config: $pc_flags"
+# shellcheck disable=SC2086  # the flags are meant to split into words
+"$CXX_BIN" -std=c++20 -o "$WORK/app-pkgconfig" "$CONSUMER_SRC/app.cpp" $pc_flags ||
+  fail "compiling app.cpp with pkg-config's flags failed"
+LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$WORK/app-pkgconfig" ||
+  fail "pkg-config consumer ran but failed"
+
+echo "$PROG: install test passed"
