@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -217,6 +218,20 @@ void run_failed(cli_context& ctx, const mq_args& a) {
   }
 }
 
+// CLI11 would wrap "-1" (and saturate a huge number) into a std::size_t, and
+// its NonNegativeNumber check prints a 300-digit bound. Digits only, at most
+// INT64_MAX (the SQL LIMIT type), with a readable message.
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::int64_t n = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+        const bool ok = !value.empty() && ec == std::errc{} && end == value.data() + value.size() && n >= 0;
+        return ok ? std::string{} : "must be an integer from 0 to 9223372036854775807, got \"" + value + "\"";
+      },
+      "");
+}
+
 // --queue, --schema, --db and --json: common to every mq subcommand.
 CLI::App* add_leaf(CLI::App& mq, cli_context& ctx, mq_args& a, const char* name, const char* description,
                    const char* json_shape) {
@@ -253,7 +268,9 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
 
   auto* poll = add_leaf(*mq, ctx, *a, "poll", "Claim up to --max visible messages",
                         "{\"messages\":[{\"id\",\"receipt\",\"group\",\"receive_count\",\"message\":{…wire form}}]}");
-  poll->add_option("--max", a->max, "Claim at most this many messages")->capture_default_str();
+  poll->add_option("--max", a->max, "Claim at most this many messages")
+      ->check(non_negative_integer())
+      ->capture_default_str();
   poll->add_option("--visibility", a->visibility,
                    fmt::format("Claim window; 0 means 30s [default: 30s] ({})", duration_help));
   on_parsed(poll, ctx, a, run_poll);
@@ -289,7 +306,9 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
   auto* failed = add_leaf(*mq, ctx, *a, "failed", "List quarantined (unparseable) messages of the queue",
                           "{\"failed\":[{\"id\",\"group\",\"error_message\",\"receive_count\",\"created_at\","
                           "\"failed_at\"}]} (times RFC 3339 UTC; \"payload\" only with --payload)");
-  failed->add_option("--limit", a->limit, "List at most this many rows")->capture_default_str();
+  failed->add_option("--limit", a->limit, "List at most this many rows")
+      ->check(non_negative_integer())
+      ->capture_default_str();
   failed->add_flag("--payload", a->payload, "Include the raw payloads (they may contain secrets)");
   on_parsed(failed, ctx, a, run_failed);
 }

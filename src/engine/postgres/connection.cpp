@@ -27,6 +27,9 @@ connection::connection(const std::string& conninfo, const std::string& display, 
     throw error(errc::unavailable, fmt::format("cannot connect to {}: {}", display_, redact_password(msg)),
                 "connect_failed");
   }
+  // Server notices ("relation already exists, skipping") are not errors; keep
+  // them off the application's stderr.
+  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
 }
 
 connection::connection(PGconn* borrowed) : conn_(borrowed), owned_(false), display_("adopted connection") {}
