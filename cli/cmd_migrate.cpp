@@ -1,8 +1,8 @@
 // `spool migrate`: apply, print or revert the schema migrations
 // (DESIGN.md, Shared contracts → Migrations).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +22,9 @@ struct migrate_args {
   bool confirm_data_loss = false;
 };
 
-std::string_view engine_name(spool::engine kind) { return kind == spool::engine::postgres ? "postgres" : "sqlite"; }
+std::string_view engine_name(spool::engine kind) {
+  return kind == spool::engine::postgres ? "postgres" : "sqlite";
+}
 
 void run_migrate(cli_context& ctx, const migrate_args& a) {
   const spool::migrate_options options{.components = a.components, .schema = a.schema};
@@ -61,7 +63,8 @@ void run_migrate(cli_context& ctx, const migrate_args& a) {
     return;
   }
   if (applied.empty()) emit_line(ctx, "up to date: nothing to apply");
-  for (const auto& m : applied) emit_line(ctx, fmt::format("applied {}/{} ({})", m.component, m.version, m.name));
+  for (const auto& m : applied)
+    emit_line(ctx, fmt::format("applied {}/{} ({})", m.component, m.version, m.name));
 }
 
 }  // namespace
@@ -79,8 +82,9 @@ void add_migrate_command(CLI::App& app, cli_context& ctx) {
                   "Components to migrate, comma-separated (mq, ops, outbox) [default: all]")
       ->delimiter(',');
   cmd->add_option("--schema", args->schema, "PostgreSQL schema for the tables [default: current_schema()]");
-  auto* print = cmd->add_flag("--print", args->print,
-                              "Print the migrations as plain SQL for the engine --db names, without connecting");
+  auto* print =
+      cmd->add_flag("--print", args->print,
+                    "Print the migrations as plain SQL for the engine --db names, without connecting");
   auto* revert = cmd->add_option("--revert", args->revert,
                                  "Run the Down section of one version, e.g. mq/2 (destroys data; needs "
                                  "--confirm-data-loss)");

@@ -1,8 +1,8 @@
 // `spool mq …`: thin wrappers over spool::mq::queue (message-queue.md §5;
 // DESIGN.md, Shared contracts → CLI fixes the flags and JSON shapes).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -45,7 +45,8 @@ spool::error invalid(std::string message) { return spool::error(spool::errc::inv
 
 // Returned as a prvalue: a queue can be neither copied nor moved.
 spool::mq::queue make_queue(const cli_context& ctx, const mq_args& a, std::chrono::seconds visibility = 0s) {
-  return spool::mq::queue(open_database(ctx), {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema});
+  return spool::mq::queue(open_database(ctx),
+                          {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema});
 }
 
 std::chrono::seconds optional_seconds(const std::string& text, std::string_view flag) {
@@ -90,7 +91,8 @@ void run_publish(cli_context& ctx, const mq_args& a) {
   batch.reserve(lines.size());
   for (const auto& [number, text] : lines) {
     auto decoded = spool::mq::decode(text);
-    if (!decoded.ok()) throw invalid(fmt::format("input line {} is not a message: {}", number, decoded.error));
+    if (!decoded.ok())
+      throw invalid(fmt::format("input line {} is not a message: {}", number, decoded.error));
     auto m = std::move(*decoded.value);
     if (override_id) m.id = a.id;
     if (a.group_opt->count() > 0) m.message_group_id = a.group;
@@ -184,8 +186,8 @@ void run_metrics(cli_context& ctx, const mq_args& a) {
                          {"delayed", m.delayed},
                          {"expired", m.expired}});
   } else {
-    emit_line(ctx, fmt::format("pending {}  in_flight {}  delayed {}  expired {}", m.pending, m.in_flight, m.delayed,
-                               m.expired));
+    emit_line(ctx, fmt::format("pending {}  in_flight {}  delayed {}  expired {}", m.pending, m.in_flight,
+                               m.delayed, m.expired));
   }
 }
 
@@ -210,9 +212,9 @@ void run_failed(cli_context& ctx, const mq_args& a) {
   }
   if (rows.empty()) emit_line(ctx, "no failed messages");
   for (const auto& f : rows) {
-    emit_line(ctx, fmt::format("{}  group {}  receive_count {}  created_at {}  failed_at {}", f.id, shown(f.group),
-                               shown(f.receive_count), f.created_at ? rfc3339(*f.created_at) : "(none)",
-                               rfc3339(f.failed_at)));
+    emit_line(ctx, fmt::format("{}  group {}  receive_count {}  created_at {}  failed_at {}", f.id,
+                               shown(f.group), shown(f.receive_count),
+                               f.created_at ? rfc3339(*f.created_at) : "(none)", rfc3339(f.failed_at)));
     emit_line(ctx, fmt::format("  error: {}", f.error_message));
     if (a.payload) emit_line(ctx, fmt::format("  payload: {}", f.payload));
   }
@@ -252,22 +254,27 @@ void on_parsed(CLI::App* sub, cli_context& ctx, std::shared_ptr<mq_args> a, Run 
 
 void add_mq_command(CLI::App& app, cli_context& ctx) {
   auto a = std::make_shared<mq_args>();
-  auto* mq = app.add_subcommand("mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed");
+  auto* mq =
+      app.add_subcommand("mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed");
   mq->require_subcommand(1);
   add_connection_options(*mq, ctx);
   const char* duration_help = "a bare integer is seconds; ms, s, m, h, d suffixes accepted";
 
-  auto* publish = add_leaf(*mq, ctx, *a, "publish",
-                           "Publish one message per line of JSON (wire format) from --file or stdin, in one batch",
-                           "{\"ids\":[…],\"inserted\":[true,false,…]} (inserted is false for an id already queued)");
-  a->id_opt = publish->add_option("--id", a->id, "Set this id on the message (only with exactly one input line)");
+  auto* publish =
+      add_leaf(*mq, ctx, *a, "publish",
+               "Publish one message per line of JSON (wire format) from --file or stdin, in one batch",
+               "{\"ids\":[…],\"inserted\":[true,false,…]} (inserted is false for an id already queued)");
+  a->id_opt =
+      publish->add_option("--id", a->id, "Set this id on the message (only with exactly one input line)");
   a->group_opt = publish->add_option("--group", a->group, "Set this message group on every input line");
-  publish->add_option("--delay", a->delay, fmt::format("Make the messages visible after this delay ({})", duration_help));
+  publish->add_option("--delay", a->delay,
+                      fmt::format("Make the messages visible after this delay ({})", duration_help));
   publish->add_option("--file", a->file, "Read messages from this file instead of stdin (- is stdin)");
   on_parsed(publish, ctx, a, run_publish);
 
-  auto* poll = add_leaf(*mq, ctx, *a, "poll", "Claim up to --max visible messages",
-                        "{\"messages\":[{\"id\",\"receipt\",\"group\",\"receive_count\",\"message\":{…wire form}}]}");
+  auto* poll =
+      add_leaf(*mq, ctx, *a, "poll", "Claim up to --max visible messages",
+               "{\"messages\":[{\"id\",\"receipt\",\"group\",\"receive_count\",\"message\":{…wire form}}]}");
   poll->add_option("--max", a->max, "Claim at most this many messages")
       ->check(non_negative_integer())
       ->capture_default_str();
@@ -275,8 +282,9 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
                    fmt::format("Claim window; 0 means 30s [default: 30s] ({})", duration_help));
   on_parsed(poll, ctx, a, run_poll);
 
-  auto* ack = add_leaf(*mq, ctx, *a, "ack", "Delete a claimed message; an unknown or stale receipt is not_found",
-                       "{\"acked\":true}");
+  auto* ack =
+      add_leaf(*mq, ctx, *a, "ack", "Delete a claimed message; an unknown or stale receipt is not_found",
+               "{\"acked\":true}");
   ack->add_option("--receipt", a->receipt, "Receipt handle returned by poll")->required();
   on_parsed(ack, ctx, a, run_ack);
 
@@ -286,21 +294,25 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
                                  : "Release a claimed message without failure; visible again after --delay",
                          "{\"matched\":true|false} (exit 0 either way)");
     sub->add_option("--receipt", a->receipt, "Receipt handle returned by poll")->required();
-    sub->add_option("--delay", a->delay, fmt::format("Delay before the message is visible again [default: 0] ({})",
-                                                     duration_help));
+    sub->add_option(
+        "--delay", a->delay,
+        fmt::format("Delay before the message is visible again [default: 0] ({})", duration_help));
     on_parsed(sub, ctx, a, [is_nack](cli_context& c, const mq_args& args) { run_release(c, args, is_nack); });
   }
 
-  auto* extend = add_leaf(*mq, ctx, *a, "extend", "Keep a claim: make the message invisible for --visibility from now",
-                          "{\"extended\":true}");
+  auto* extend =
+      add_leaf(*mq, ctx, *a, "extend", "Keep a claim: make the message invisible for --visibility from now",
+               "{\"extended\":true}");
   extend->add_option("--receipt", a->receipt, "Receipt handle returned by poll")->required();
-  extend->add_option("--visibility", a->visibility,
-                     fmt::format("New claim window from now; 0 lapses the claim ({})", duration_help))
+  extend
+      ->add_option("--visibility", a->visibility,
+                   fmt::format("New claim window from now; 0 lapses the claim ({})", duration_help))
       ->required();
   on_parsed(extend, ctx, a, run_extend);
 
-  auto* metrics = add_leaf(*mq, ctx, *a, "metrics", "Count pending, in-flight, delayed and expired messages",
-                           "{\"identifier\":\"Q\",\"pending\":…,\"in_flight\":…,\"delayed\":…,\"expired\":…}");
+  auto* metrics =
+      add_leaf(*mq, ctx, *a, "metrics", "Count pending, in-flight, delayed and expired messages",
+               "{\"identifier\":\"Q\",\"pending\":…,\"in_flight\":…,\"delayed\":…,\"expired\":…}");
   on_parsed(metrics, ctx, a, run_metrics);
 
   auto* failed = add_leaf(*mq, ctx, *a, "failed", "List quarantined (unparseable) messages of the queue",

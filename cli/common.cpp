@@ -1,8 +1,8 @@
 #include "common.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <charconv>
 #include <limits>
 
@@ -11,7 +11,8 @@ namespace spool::cli {
 namespace {
 
 [[noreturn]] void bad_duration(std::string_view text, std::string_view flag, std::string_view why) {
-  throw spool::error(spool::errc::invalid_argument, fmt::format("{}: invalid duration \"{}\": {}", flag, text, why));
+  throw spool::error(spool::errc::invalid_argument,
+                     fmt::format("{}: invalid duration \"{}\": {}", flag, text, why));
 }
 
 // The password of a postgres URI, from the userinfo ("u:pw@host") or a
@@ -49,7 +50,8 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 std::chrono::milliseconds parse_duration(std::string_view text, std::string_view flag) {
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) bad_duration(text, flag, "expected a non-negative integer with an optional unit ms, s, m, h or d");
+  if (digits == 0)
+    bad_duration(text, flag, "expected a non-negative integer with an optional unit ms, s, m, h or d");
 
   const std::string_view unit = text.substr(digits);
   std::int64_t factor = 0;  // milliseconds per unit
@@ -69,7 +71,8 @@ std::chrono::milliseconds parse_duration(std::string_view text, std::string_view
 
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, value);
-  if (ec != std::errc{} || end != text.data() + digits || value > std::numeric_limits<std::int64_t>::max() / factor) {
+  if (ec != std::errc{} || end != text.data() + digits ||
+      value > std::numeric_limits<std::int64_t>::max() / factor) {
     bad_duration(text, flag, "too large");
   }
   return std::chrono::milliseconds{value * factor};
@@ -93,8 +96,8 @@ std::string rfc3339(std::int64_t unix_seconds) {
   const year_month_day ymd{day};
   const hh_mm_ss hms{tp - day};
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", static_cast<int>(ymd.year()),
-                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), hms.hours().count(),
-                     hms.minutes().count(), hms.seconds().count());
+                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                     hms.hours().count(), hms.minutes().count(), hms.seconds().count());
 }
 
 void emit_json(cli_context& ctx, const ojson& doc) {
@@ -113,8 +116,9 @@ void add_connection_options(CLI::App& app, cli_context& ctx) {
   app.add_option("--db", ctx.db_uri,
                  "Database URI: postgres://…, postgresql://… (passed to libpq) or sqlite:PATH "
                  "[default: sqlite:spool.db]. Accepted anywhere on the command line.");
-  app.add_flag("--json", ctx.json,
-               "Print one JSON document instead of human-readable text. Accepted anywhere on the command line.");
+  app.add_flag(
+      "--json", ctx.json,
+      "Print one JSON document instead of human-readable text. Accepted anywhere on the command line.");
 }
 
 std::string sanitize_message(std::string_view message, std::string_view db_uri) {

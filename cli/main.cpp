@@ -4,10 +4,9 @@
 // Exit codes: 0 success (expected outcomes included), 1 a spool::error (one
 // stderr line "spool: <errc>[/<reason>]: <message>"), 2 a usage error.
 // Nothing reaches stdout unless the command succeeded.
-#include <CLI/CLI.hpp>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -98,7 +97,8 @@ class stdout_capture {
 };
 
 int usage_failure(std::string_view message) {
-  std::cerr << "spool: usage: " << spool::cli::sanitize_message(message, {}) << " (run with --help for usage)\n";
+  std::cerr << "spool: usage: " << spool::cli::sanitize_message(message, {})
+            << " (run with --help for usage)\n";
   return exit_usage;
 }
 

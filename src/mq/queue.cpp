@@ -9,6 +9,9 @@
 #include <condition_variable>
 #include <mutex>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include "common/identifier.hpp"
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
@@ -387,6 +390,24 @@ queue_counters queue::counters() const {
 
 std::vector<failed_message> queue::failed(std::size_t limit) {
   return impl_->run([&] { return impl_->st->failed(impl_->opts.name, limit); });
+}
+
+redrive_result queue::redrive(const redrive_options& options) {
+  std::string actor = options.actor;
+  if (actor.empty()) {
+    const passwd* pw = getpwuid(geteuid());
+    actor = pw != nullptr ? pw->pw_name : std::to_string(geteuid());
+  }
+  const std::string reason = options.reason.empty() ? "redrive" : options.reason;
+  const auto moved =
+      impl_->run([&] { return impl_->st->redrive(impl_->opts.name, options.ids, actor, reason, options.dry_run); });
+  redrive_result out;
+  for (const auto& [id, ok] : moved) (ok ? out.redriven : out.conflicts).push_back(id);
+  for (const auto& id : options.ids) {
+    const bool seen = std::any_of(moved.begin(), moved.end(), [&](const auto& m) { return m.first == id; });
+    if (!seen && std::find(out.missing.begin(), out.missing.end(), id) == out.missing.end()) out.missing.push_back(id);
+  }
+  return out;
 }
 
 bool queue::healthy() {

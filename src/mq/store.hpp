@@ -67,6 +67,12 @@ class store {
   virtual counts metrics(const std::string& queue) = 0;
   virtual std::vector<failed_message> failed(const std::string& queue, std::size_t limit) = 0;
   virtual bool healthy() = 0;
+  // Redrive (§7.3): per candidate id, true when it moved (or, with dry_run,
+  // would move), false for a conflict with a live row. ids empty = all.
+  virtual std::vector<std::pair<std::string, bool>> redrive(const std::string& queue,
+                                                            const std::vector<std::string>& ids,
+                                                            const std::string& actor, const std::string& reason,
+                                                            bool dry_run) = 0;
 };
 
 // schema: validated schema name or empty (current_schema()).

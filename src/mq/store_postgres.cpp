@@ -35,7 +35,8 @@ std::optional<std::int64_t> to_opt_i64(const std::optional<std::string>& s) {
 class postgres_store final : public store {
  public:
   postgres_store(spool::detail::database_impl& db, std::string schema) : db_(db), schema_(std::move(schema)) {
-    for (const char* name : {"claim", "quarantine", "ack", "release", "extend", "ack_batch", "metrics", "failed"}) {
+    for (const char* name : {"claim", "quarantine", "ack", "release", "extend", "ack_batch", "metrics", "failed", "redrive",
+                             "redrive_preview"}) {
       sql_[name] = render_sql(fmt::format("postgres/mq/queries/{}.sql", name), schema_);
     }
   }
@@ -146,6 +147,21 @@ class postgres_store final : public store {
     } catch (const error&) {
       return false;
     }
+  }
+
+  std::vector<std::pair<std::string, bool>> redrive(const std::string& queue, const std::vector<std::string>& ids,
+                                                    const std::string& actor, const std::string& reason,
+                                                    bool dry_run) override {
+    std::vector<const std::string*> id_ptrs;
+    for (const auto& s : ids) id_ptrs.push_back(&s);
+    const param id_array = ids.empty() ? param(nullptr) : param(pg::detail::text_array(id_ptrs));
+    auto conn = db_.pg_pool().acquire();
+    const auto rows = dry_run ? conn->query(sql_.at("redrive_preview"), {queue, id_array}, intent::read)
+                              : conn->query(sql_.at("redrive"), {queue, id_array, actor, reason}, intent::write);
+    std::vector<std::pair<std::string, bool>> out;
+    for (const auto& r : rows) out.emplace_back(*r[0], r[1] == "t");
+    if (!dry_run) db_.wake().raise();
+    return out;
   }
 
  private:

@@ -2,6 +2,7 @@
 // BEGIN IMMEDIATE, `now` is the host clock in whole seconds, bound once.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
@@ -30,7 +31,8 @@ class sqlite_store final : public store {
  public:
   explicit sqlite_store(spool::detail::database_impl& db) : db_(db) {
     for (const char* name : {"claim", "quarantine_insert", "quarantine_delete", "ack", "release", "extend",
-                             "publish", "metrics", "failed", "check_tables"}) {
+                             "publish", "metrics", "failed", "check_tables", "redrive_candidates", "redrive_move",
+                             "redrive_audit", "redrive_delete"}) {
       sql_.emplace(name, q(name));
     }
   }
@@ -130,6 +132,33 @@ class sqlite_store final : public store {
     } catch (const error&) {
       return false;
     }
+  }
+
+  std::vector<std::pair<std::string, bool>> redrive(const std::string& queue, const std::vector<std::string>& ids,
+                                                    const std::string& actor, const std::string& reason,
+                                                    bool dry_run) override {
+    auto conn = db_.sqlite_pool().acquire();
+    immediate_tx tx(*conn);
+    const std::int64_t now = now_s();
+    std::vector<std::pair<std::string, bool>> out;
+    for (const auto& r : conn->query(sql_.at("redrive_candidates"), {queue})) {
+      const std::string& id = *r[0];
+      if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+      if (dry_run) {
+        out.emplace_back(id, r[1] == "1");
+        continue;
+      }
+      conn->query(sql_.at("redrive_move"), {queue, id, now});
+      const bool moved = conn->changes() > 0;
+      if (moved) {
+        conn->query(sql_.at("redrive_audit"), {queue, id, actor, reason, now});
+        conn->query(sql_.at("redrive_delete"), {queue, id});
+      }
+      out.emplace_back(id, moved);
+    }
+    tx.commit();
+    if (!dry_run) db_.wake().raise();
+    return out;
   }
 
  private:

@@ -3,12 +3,10 @@
 // The binary is $SPOOL_CLI; PostgreSQL comes from tests/support (the `pg`
 // CTest fixture).
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -44,7 +43,8 @@ std::string read_file(const std::filesystem::path& p) {
 
 std::string cli_path() {
   const char* p = std::getenv("SPOOL_CLI");
-  if (p == nullptr || *p == '\0') throw std::runtime_error("SPOOL_CLI is not set: run the tests through ctest");
+  if (p == nullptr || *p == '\0')
+    throw std::runtime_error("SPOOL_CLI is not set: run the tests through ctest");
   return p;
 }
 
@@ -188,15 +188,16 @@ TEST_P(cli_on_engine, AckJsonGivesAckedTrueAndAckingAgainIsNotFound) {
 }
 
 TEST_P(cli_on_engine, NackOfAnUnknownButWellFormedReceiptExitsZeroWithMatchedFalse) {
-  const auto doc = expect_json(
-      run({"mq", "nack", "--queue", "q", "--receipt", "0b5e6a4e-1d2c-4f3a-9b8c-7d6e5f4a3b2c:nope", "--json"}));
+  const auto doc = expect_json(run(
+      {"mq", "nack", "--queue", "q", "--receipt", "0b5e6a4e-1d2c-4f3a-9b8c-7d6e5f4a3b2c:nope", "--json"}));
   EXPECT_EQ(doc, json::parse(R"({"matched":false})"));
 }
 
 TEST_P(cli_on_engine, DeferWithADelayMatchesAndLeavesTheMessageDelayed) {
   const auto receipt = claim_one("d1");
-  EXPECT_EQ(expect_json(run({"mq", "defer", "--queue", "q", "--receipt", receipt, "--delay", "1h", "--json"})),
-            json::parse(R"({"matched":true})"));
+  EXPECT_EQ(
+      expect_json(run({"mq", "defer", "--queue", "q", "--receipt", receipt, "--delay", "1h", "--json"})),
+      json::parse(R"({"matched":true})"));
   const auto m = expect_json(run({"mq", "metrics", "--queue", "q", "--json"}));
   EXPECT_EQ(m["delayed"], 1);
   EXPECT_EQ(m["pending"], 0);
@@ -204,14 +205,16 @@ TEST_P(cli_on_engine, DeferWithADelayMatchesAndLeavesTheMessageDelayed) {
 
 TEST_P(cli_on_engine, ExtendJsonGivesExtendedTrue) {
   const auto receipt = claim_one("e1");
-  EXPECT_EQ(expect_json(run({"mq", "extend", "--queue", "q", "--receipt", receipt, "--visibility", "5m", "--json"})),
+  EXPECT_EQ(expect_json(
+                run({"mq", "extend", "--queue", "q", "--receipt", receipt, "--visibility", "5m", "--json"})),
             json::parse(R"({"extended":true})"));
 }
 
 TEST_P(cli_on_engine, AMalformedReceiptIsInvalidArgument) {
   expect_failure(run({"mq", "ack", "--queue", "q", "--receipt", "not-a-receipt", "--json"}), 1,
                  "spool: invalid_argument");
-  expect_failure(run({"mq", "nack", "--queue", "q", "--receipt", "not-a-receipt"}), 1, "spool: invalid_argument");
+  expect_failure(run({"mq", "nack", "--queue", "q", "--receipt", "not-a-receipt"}), 1,
+                 "spool: invalid_argument");
 }
 
 TEST_P(cli_on_engine, MetricsJsonHasExactlyTheDocumentedKeys) {
@@ -258,7 +261,8 @@ TEST_P(cli_on_engine, PublishWithIdAndTwoInputLinesIsInvalidArgumentAndPublishes
 }
 
 TEST_P(cli_on_engine, PublishWithIdOverridesTheIdOfTheOneLine) {
-  EXPECT_EQ(expect_json(run({"mq", "publish", "--queue", "q", "--id", "x", "--json"}, R"({"id":"m"})" "\n")),
+  EXPECT_EQ(expect_json(run({"mq", "publish", "--queue", "q", "--id", "x", "--json"}, R"({"id":"m"})"
+                                                                                      "\n")),
             json::parse(R"({"ids":["x"],"inserted":[true]})"));
 }
 
@@ -273,9 +277,11 @@ TEST_P(cli_on_engine, AnInvalidDurationIsInvalidArgumentNamingTheFlag) {
   const auto r = run({"mq", "publish", "--queue", "q", "--delay", "5 minutes"}, "{}\n");
   expect_failure(r, 1, "spool: invalid_argument");
   EXPECT_NE(r.err.find("--delay"), std::string::npos) << r.err;
-  expect_failure(run({"mq", "publish", "--queue", "q", "--delay", "1500ms"}, "{}\n"), 1, "spool: invalid_argument");
-  EXPECT_EQ(expect_json(run({"mq", "publish", "--queue", "q", "--delay", "1d", "--json"}, "{}\n"))["ids"].size(),
-            1u);
+  expect_failure(run({"mq", "publish", "--queue", "q", "--delay", "1500ms"}, "{}\n"), 1,
+                 "spool: invalid_argument");
+  EXPECT_EQ(
+      expect_json(run({"mq", "publish", "--queue", "q", "--delay", "1d", "--json"}, "{}\n"))["ids"].size(),
+      1u);
   EXPECT_EQ(expect_json(run({"mq", "metrics", "--queue", "q", "--json"}))["delayed"], 1);
 }
 
@@ -283,8 +289,8 @@ std::string engine_name(const ::testing::TestParamInfo<engine_kind>& info) {
   return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
 }
 
-INSTANTIATE_TEST_SUITE_P(engines, cli_on_engine, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),
-                         engine_name);
+INSTANTIATE_TEST_SUITE_P(engines, cli_on_engine,
+                         ::testing::Values(engine_kind::sqlite, engine_kind::postgres), engine_name);
 
 // ---- no database needed ----
 
@@ -308,7 +314,8 @@ TEST(cli, MigratePrintForPostgresPrintsSqlWithoutConnecting) {
 
 TEST(cli, AConnectionFailureNeverShowsThePassword) {
   // Port 1 on loopback refuses at once, so the test does not wait for a timeout.
-  for (const std::string uri : {"postgresql://u:secret@127.0.0.1:1/db", "postgres://u@127.0.0.1:1/db?password=secret"}) {
+  for (const std::string uri :
+       {"postgresql://u:secret@127.0.0.1:1/db", "postgres://u@127.0.0.1:1/db?password=secret"}) {
     const auto r = run_cli({"mq", "metrics", "--queue", "q", "--db", uri, "--json"});
     expect_failure(r, 1, "spool: unavailable");
     EXPECT_EQ(r.err.find("secret"), std::string::npos) << r.err;
@@ -316,10 +323,17 @@ TEST(cli, AConnectionFailureNeverShowsThePassword) {
 }
 
 TEST(cli, HelpExitsZeroAndDescribesEveryCommand) {
-  for (const auto& cmd : std::vector<std::vector<std::string>>{
-           {"--help"}, {"migrate", "--help"}, {"mq", "--help"}, {"mq", "publish", "--help"}, {"mq", "poll", "--help"},
-           {"mq", "ack", "--help"}, {"mq", "nack", "--help"}, {"mq", "defer", "--help"}, {"mq", "extend", "--help"},
-           {"mq", "metrics", "--help"}, {"mq", "failed", "--help"}}) {
+  for (const auto& cmd : std::vector<std::vector<std::string>>{{"--help"},
+                                                               {"migrate", "--help"},
+                                                               {"mq", "--help"},
+                                                               {"mq", "publish", "--help"},
+                                                               {"mq", "poll", "--help"},
+                                                               {"mq", "ack", "--help"},
+                                                               {"mq", "nack", "--help"},
+                                                               {"mq", "defer", "--help"},
+                                                               {"mq", "extend", "--help"},
+                                                               {"mq", "metrics", "--help"},
+                                                               {"mq", "failed", "--help"}}) {
     const auto r = run_cli(cmd);
     EXPECT_EQ(r.exit_code, 0) << cmd.front();
     EXPECT_NE(r.out.find("--json"), std::string::npos) << r.out;

@@ -170,3 +170,46 @@ TEST_P(mq_ack, a_delay_outside_the_allowed_range_is_invalid) {
 SPOOL_BOTH_ENGINES(mq_ack);
 
 }  // namespace spool::test
+
+namespace spool::test {
+
+using mq_redrive = mq_conformance;
+
+TEST_P(mq_redrive, redrive_moves_rows_back_audits_them_and_keeps_conflicts) {
+  auto q = make_queue();
+  const auto t = unix_now();
+  insert_raw("q", "a", "{bad a", std::string("g"), t - 100);
+  insert_raw("q", "b", "{bad b", std::nullopt, t - 100);
+  EXPECT_TRUE(q->poll(10).empty());
+  EXPECT_EQ(count("queue_messages_failed"), 2);
+  // A live row now holds id "b": its redrive is a conflict.
+  insert_raw("q", "b", R"({"id":"b"})");
+  const auto preview = q->redrive({.dry_run = true});
+  EXPECT_EQ(preview.redriven, std::vector<std::string>{"a"});
+  EXPECT_EQ(preview.conflicts, std::vector<std::string>{"b"});
+  EXPECT_EQ(count("queue_messages_failed"), 2);
+  EXPECT_EQ(count("spool_mq_redrive_log"), 0);
+
+  const auto r = q->redrive({.ids = {"a", "b", "zzz"}, .reason = "fixed parser", .actor = "ops"});
+  EXPECT_EQ(r.redriven, std::vector<std::string>{"a"});
+  EXPECT_EQ(r.conflicts, std::vector<std::string>{"b"});
+  EXPECT_EQ(r.missing, std::vector<std::string>{"zzz"});
+  EXPECT_EQ(count("queue_messages_failed"), 1);
+  const auto moved = rows("SELECT receipt_handle, receive_count, message_group_id, payload, created_at FROM queue_messages WHERE id = 'a'");
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_FALSE(moved[0][0].has_value());
+  EXPECT_EQ(*moved[0][1], "0");
+  EXPECT_EQ(*moved[0][2], "g");
+  EXPECT_EQ(*moved[0][3], "{bad a");
+  EXPECT_GE(std::stoll(*moved[0][4]), t);  // re-enqueued at the tail
+  const auto audit = rows("SELECT queue_name, id, error_message, actor, reason FROM spool_mq_redrive_log");
+  ASSERT_EQ(audit.size(), 1u);
+  EXPECT_EQ(*audit[0][1], "a");
+  EXPECT_FALSE(audit[0][2]->empty());
+  EXPECT_EQ(*audit[0][3], "ops");
+  EXPECT_EQ(*audit[0][4], "fixed parser");
+}
+
+SPOOL_BOTH_ENGINES(mq_redrive);
+
+}  // namespace spool::test

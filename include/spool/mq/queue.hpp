@@ -113,6 +113,20 @@ struct failed_message {
   std::int64_t failed_at = 0;
 };
 
+// Redrive (§7.3): move quarantined rows back to the queue's tail.
+struct redrive_options {
+  std::vector<std::string> ids;  // empty: every quarantined row of the queue
+  std::string reason = "redrive";
+  std::string actor;  // empty: the OS user
+  bool dry_run = false;
+};
+
+struct redrive_result {
+  std::vector<std::string> redriven;   // moved (or, with dry_run, would move)
+  std::vector<std::string> conflicts;  // a live row holds the id; kept in quarantine
+  std::vector<std::string> missing;    // requested ids not in quarantine
+};
+
 class queue {
  public:
   // Builds a queue over db. Never connects and never runs DDL.
@@ -164,6 +178,9 @@ class queue {
   [[nodiscard]] queue_counters counters() const;
   // Quarantined rows of this queue (payloads included: they may hold secrets).
   [[nodiscard]] std::vector<failed_message> failed(std::size_t limit = 100);
+  // Moves quarantined rows back in one transaction, audited in
+  // spool_mq_redrive_log. Errors: stopped, invalid_state, unavailable, in_doubt.
+  redrive_result redrive(const redrive_options& options = {});
   // A trivial statement with a 2 s timeout; false on failure or after stop.
   [[nodiscard]] bool healthy();
   [[nodiscard]] bool honours_delayed_return() const noexcept { return true; }
