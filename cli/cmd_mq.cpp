@@ -41,7 +41,9 @@ struct mq_args {
   CLI::Option* group_opt = nullptr;
 };
 
-spool::error invalid(std::string message) { return spool::error(spool::errc::invalid_argument, message); }
+spool::error invalid(const std::string& message) {
+  return spool::error(spool::errc::invalid_argument, message);
+}
 
 // Returned as a prvalue: a queue can be neither copied nor moved.
 spool::mq::queue make_queue(const cli_context& ctx, const mq_args& a, std::chrono::seconds visibility = 0s) {
@@ -246,7 +248,7 @@ CLI::App* add_leaf(CLI::App& mq, cli_context& ctx, mq_args& a, const char* name,
 }
 
 template <class Run>
-void on_parsed(CLI::App* sub, cli_context& ctx, std::shared_ptr<mq_args> a, Run run) {
+void on_parsed(CLI::App* sub, cli_context& ctx, const std::shared_ptr<mq_args>& a, Run run) {
   sub->callback([&ctx, a, run] { ctx.action = [&ctx, a, run] { run(ctx, *a); }; });
 }
 

@@ -60,11 +60,11 @@ std::chrono::milliseconds parse_duration(std::string_view text, std::string_view
   } else if (unit == "ms") {
     factor = 1;
   } else if (unit == "m") {
-    factor = 60 * 1000;
+    factor = 60'000;
   } else if (unit == "h") {
-    factor = 60 * 60 * 1000;
+    factor = 3'600'000;
   } else if (unit == "d") {
-    factor = 24 * 60 * 60 * 1000;
+    factor = 86'400'000;
   } else {
     bad_duration(text, flag, "unknown unit (use ms, s, m, h or d)");
   }

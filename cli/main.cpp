@@ -31,13 +31,11 @@ struct usage_error {
 // option to the (sub)command it follows, so one pre-scan is simpler and more
 // robust than defining and merging them at every level.
 std::vector<std::string> prescan(int argc, char** argv, spool::cli::cli_context& ctx) {
-  std::vector<std::string> rest;
+  std::vector<std::string> rest{argv[0]};
   rest.reserve(static_cast<std::size_t>(argc));
-  for (int i = 0; i < argc; ++i) {
+  for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (i == 0) {
-      rest.emplace_back(arg);
-    } else if (arg == "--json") {
+    if (arg == "--json") {
       ctx.json = true;
     } else if (arg == "--db") {
       if (i + 1 >= argc) throw usage_error{"--db requires a URI"};
@@ -102,9 +100,7 @@ int usage_failure(std::string_view message) {
   return exit_usage;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   spool::cli::cli_context ctx;
   std::vector<std::string> args;
   try {
@@ -160,4 +156,16 @@ int main(int argc, char** argv) {
     return exit_error;
   }
   return exit_ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    // Only setting up CLI11 or writing to stderr can get here.
+    std::fprintf(stderr, "spool: internal_error: %s\n", e.what());
+    return exit_error;
+  }
 }

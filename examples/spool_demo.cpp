@@ -283,6 +283,7 @@ int main(int argc, char** argv) {
   auto log = spdlog::stderr_color_mt("spool");
   log->set_pattern("  [%^%l%$] %v");
   spdlog::set_default_logger(log);
+  spdlog::set_level(spdlog::level::warn);  // migration progress is noise here; warnings are not
 
   try {
     return run(s);

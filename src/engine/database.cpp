@@ -40,6 +40,16 @@ std::unique_ptr<pg::detail::connection> database_impl::pg_connect(int connect_ti
   return std::make_unique<pg::detail::connection>(target_, display_, connect_timeout_s);
 }
 
+void database_impl::listen(const std::string& channel) {
+  if (kind_ != engine::postgres) return;
+  std::lock_guard lock(listener_mutex_);
+  if (!listener_) {
+    listener_ = std::make_unique<pg::detail::notifier>(
+        [this] { return pg_connect(static_cast<int>(options_.connect_timeout.count())); }, [this] { wake_.raise(); });
+  }
+  listener_->listen(channel);
+}
+
 }  // namespace detail
 
 namespace {

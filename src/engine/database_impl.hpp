@@ -11,6 +11,7 @@
 
 #include "engine/pool.hpp"
 #include "engine/postgres/connection.hpp"
+#include "engine/postgres/notifier.hpp"
 #include "engine/sqlite/connection.hpp"
 #include "spool/database.hpp"
 
@@ -65,6 +66,10 @@ class database_impl {
 
   wake_signal& wake() noexcept { return wake_; }
 
+  // PostgreSQL: makes the process's shared listener LISTEN on channel, so
+  // NOTIFYs from any process raise wake(). Starts the listener on first use.
+  void listen(const std::string& channel);
+
  private:
   engine kind_;
   std::string target_;  // conninfo / file path, never logged
@@ -73,6 +78,8 @@ class database_impl {
   std::unique_ptr<pool<pg::detail::connection>> pg_pool_;
   std::unique_ptr<pool<sqlite::detail::connection>> sqlite_pool_;
   wake_signal wake_;
+  std::mutex listener_mutex_;
+  std::unique_ptr<pg::detail::notifier> listener_;  // declared after wake_: stops first
 };
 
 }  // namespace spool::detail

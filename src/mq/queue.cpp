@@ -106,7 +106,7 @@ struct queue::impl {
     }
     if (opts.poll_interval.count() <= 0) throw error(errc::invalid_argument, "poll_interval must be positive");
     visibility = opts.visibility_timeout.count() == 0 ? std::chrono::seconds{30} : opts.visibility_timeout;
-    st = db.kind() == engine::postgres ? detail::make_postgres_store(db.impl(), opts.schema)
+    st = db.kind() == engine::postgres ? detail::make_postgres_store(db.impl(), opts.schema, opts.notify)
                                        : detail::make_sqlite_store(db.impl());
   }
 
@@ -252,6 +252,7 @@ std::vector<delivered_message> queue::poll(std::size_t max) {
 std::vector<delivered_message> queue::poll_wait(std::size_t max, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto& wake = impl_->db.impl().wake();
+  if (impl_->opts.notify) impl_->db.impl().listen("spool_mq");
   for (;;) {
     const auto seen = wake.generation();
     auto got = poll(max);
@@ -338,7 +339,7 @@ std::vector<batch_row> rows_for(const std::string& name, const std::vector<messa
 publish_result queue::publish_batch(pg::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
   if (impl_->is_stopped()) throw impl_->stopped_error();
   return insert_batch(tx, rows_for(impl_->opts.name, batch),
-                      insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay});
+                      insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay, impl_->opts.notify});
 }
 
 publish_result queue::publish_batch(sqlite::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
@@ -369,7 +370,7 @@ publish_result insert_batch_on(Tx& tx, const std::vector<batch_row>& rows, const
 
 publish_result insert_batch(pg::tx& tx, const std::vector<batch_row>& rows, const insert_options& options) {
   return insert_batch_on(tx, rows, options, [&](pg::detail::connection& c, const auto& enc, std::int64_t d) {
-    return detail::postgres_insert(c, options.schema, enc, d);
+    return detail::postgres_insert(c, options.schema, enc, d, options.notify);
   });
 }
 

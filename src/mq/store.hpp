@@ -76,12 +76,13 @@ class store {
 };
 
 // schema: validated schema name or empty (current_schema()).
-std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema);
+// notify: NOTIFY spool_mq in the transaction of every write that can make a row claimable (I10).
+std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema, bool notify);
 std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db);
 
 // Transactional inserts on a caller's connection (never commit).
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
-                                  const std::vector<encoded_row>& rows, std::int64_t delay_s);
+                                  const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify);
 std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const std::vector<encoded_row>& rows,
                                 std::int64_t delay_s);
 

@@ -2,7 +2,9 @@
 // sql/postgres/mq/queries/, all values bound.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <type_traits>
 #include <unordered_map>
 
 #include "common/embedded_sql.hpp"
@@ -34,7 +36,8 @@ std::optional<std::int64_t> to_opt_i64(const std::optional<std::string>& s) {
 
 class postgres_store final : public store {
  public:
-  postgres_store(spool::detail::database_impl& db, std::string schema) : db_(db), schema_(std::move(schema)) {
+  postgres_store(spool::detail::database_impl& db, std::string schema, bool notify)
+      : db_(db), schema_(std::move(schema)), notify_(notify) {
     for (const char* name : {"claim", "quarantine", "ack", "release", "extend", "ack_batch", "metrics", "failed", "redrive",
                              "redrive_preview"}) {
       sql_[name] = render_sql(fmt::format("postgres/mq/queries/{}.sql", name), schema_);
@@ -81,11 +84,12 @@ class postgres_store final : public store {
   }
 
   bool ack(const std::string& queue, const std::string& id, const std::string& receipt) override {
-    return run_affecting("ack", {queue, id, receipt});
+    return run_affecting("ack", {queue, id, receipt}, &queue);
   }
   bool release(const std::string& queue, const std::string& id, const std::string& receipt,
                std::int64_t delay_s) override {
-    return run_affecting("release", {queue, id, receipt, delay_s});
+    // Only a zero delay can unblock rows right now (I10).
+    return run_affecting("release", {queue, id, receipt, delay_s}, delay_s == 0 ? &queue : nullptr);
   }
   bool extend(const std::string& queue, const std::string& id, const std::string& receipt,
               std::int64_t window_s) override {
@@ -98,9 +102,11 @@ class postgres_store final : public store {
     for (const auto& s : ids) id_ptrs.push_back(&s);
     for (const auto& s : receipts) receipt_ptrs.push_back(&s);
     auto conn = db_.pg_pool().acquire();
-    const auto rows = conn->query(
-        sql_.at("ack_batch"), {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)},
-        intent::write);
+    const auto rows = notifying(*conn, {queue}, [&] {
+      return conn->query(sql_.at("ack_batch"),
+                         {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)},
+                         intent::write);
+    });
     std::unordered_map<std::string, bool> deleted;
     for (const auto& r : rows) deleted[*r[0]] = true;
     std::vector<bool> out(receipts.size(), false);
@@ -116,7 +122,13 @@ class postgres_store final : public store {
 
   std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) override {
     auto conn = db_.pg_pool().acquire();
-    auto out = postgres_insert(*conn, schema_, rows, delay_s);
+    std::vector<std::string> queues;
+    if (notify_) {
+      for (const auto& r : rows) {
+        if (std::find(queues.begin(), queues.end(), *r.queue_name) == queues.end()) queues.push_back(*r.queue_name);
+      }
+    }
+    auto out = notifying(*conn, queues, [&] { return postgres_insert(*conn, schema_, rows, delay_s, false); });
     db_.wake().raise();
     return out;
   }
@@ -169,21 +181,45 @@ class postgres_store final : public store {
     const char* n = PQcmdTuples(const_cast<PGresult*>(res));
     return (n && *n) ? std::stoll(n) : 0;
   }
-  bool run_affecting(const char* name, const std::vector<param>& params) {
+  bool run_affecting(const char* name, const std::vector<param>& params, const std::string* notify_queue = nullptr) {
     auto conn = db_.pg_pool().acquire();
-    auto res = conn->exec(sql_.at(name), params, intent::write);
-    return affected(res.get()) > 0;
+    std::vector<std::string> queues;
+    if (notify_queue != nullptr) queues.push_back(*notify_queue);
+    return notifying(*conn, queues, [&] { return affected(conn->exec(sql_.at(name), params, intent::write).get()) > 0; });
+  }
+
+  // With notify on, runs f and a NOTIFY per queue in one transaction, so the
+  // notification is delivered only if the write commits (I10).
+  template <class F>
+  std::invoke_result_t<F&> notifying(pg::detail::connection& conn, const std::vector<std::string>& queues, F&& f) {
+    if (!notify_ || queues.empty()) return f();
+    conn.exec("BEGIN", {}, intent::read);
+    try {
+      auto result = f();
+      for (const auto& q : queues) conn.exec("SELECT pg_notify('spool_mq', $1)", {q}, intent::write);
+      conn.exec("COMMIT", {}, intent::write);
+      return result;
+    } catch (...) {
+      if (conn.healthy() && conn.in_transaction()) {
+        try {
+          conn.exec("ROLLBACK", {}, intent::read);
+        } catch (...) {
+        }
+      }
+      throw;
+    }
   }
 
   spool::detail::database_impl& db_;
   std::string schema_;
+  bool notify_;
   std::unordered_map<std::string, std::string> sql_;
 };
 
 }  // namespace
 
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
-                                  const std::vector<encoded_row>& rows, std::int64_t delay_s) {
+                                  const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify) {
   std::vector<const std::string*> queues, ids, groups, payloads;
   queues.reserve(rows.size());
   for (const auto& r : rows) {
@@ -197,6 +233,14 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
       {pg::detail::text_array(queues), pg::detail::text_array(ids), pg::detail::text_array(groups),
        pg::detail::text_array(payloads), delay_s},
       intent::write);
+  if (notify) {
+    std::vector<std::string> notified;
+    for (const auto& r : rows) {
+      if (std::find(notified.begin(), notified.end(), *r.queue_name) != notified.end()) continue;
+      notified.push_back(*r.queue_name);
+      conn.exec("SELECT pg_notify('spool_mq', $1)", {*r.queue_name}, intent::write);
+    }
+  }
   // Map the inserted (queue, id) keys back to the first input position that
   // carries them: within a batch the first occurrence wins.
   std::map<std::pair<std::string, std::string>, bool> fresh;
@@ -212,8 +256,8 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
   return out;
 }
 
-std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema) {
-  return std::make_unique<postgres_store>(db, schema);
+std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema, bool notify) {
+  return std::make_unique<postgres_store>(db, schema, notify);
 }
 
 }  // namespace spool::mq::detail

@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -345,6 +346,43 @@ TEST_F(mq_postgres, a_killed_connection_fails_one_call_with_a_typed_error_and_th
   // The message is either claimed now or held by the lost claim's window.
   EXPECT_EQ(scalar("SELECT count(*) FROM queue_messages"), 1);
   EXPECT_TRUE(q.healthy());
+}
+
+}  // namespace spool::test
+
+namespace spool::test {
+
+// Scenario 38 (opt-in I10). Waits are made long (a 60 s poll interval) so a
+// poll_wait can only return its message early if the NOTIFY woke it: the
+// assertion is on what arrives, not on a timing.
+TEST_F(mq_postgres, poll_wait_is_woken_by_a_notifying_publish_from_another_connection) {
+  (void)spool::migrate(*db_);
+  mq::queue consumer(*db_, {.name = "n", .notify = true, .poll_interval = std::chrono::milliseconds(60000)});
+  auto other_db = database::open(uri_);  // another pool: no in-process signal reaches the consumer
+  mq::queue producer(other_db, {.name = "n", .notify = true});
+  std::atomic<bool> started{false};
+  auto waiting = std::async(std::launch::async, [&] {
+    started = true;
+    return consumer.poll_wait(1, 45s);
+  });
+  while (!started) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(500ms);  // let the listener subscribe and the first poll come back empty
+  (void)producer.publish(msg("notified"));
+  const auto got = waiting.get();
+  ASSERT_EQ(got.size(), 1u);
+  // Without the notification the next poll would come after 60 s, past the
+  // 45 s timeout, and poll_wait would have returned empty.
+  EXPECT_EQ(got[0].broker_message_id, "notified");
+}
+
+TEST_F(mq_postgres, poll_wait_falls_back_to_polling_when_a_delay_ends_and_is_empty_at_its_timeout) {
+  (void)spool::migrate(*db_);
+  mq::queue q(*db_, {.name = "d", .notify = true, .poll_interval = std::chrono::milliseconds(300)});
+  EXPECT_TRUE(q.poll_wait(1, 500ms).empty());
+  (void)q.publish(msg("later"), 1s);  // nobody notifies when a delay ends
+  const auto got = q.poll_wait(1, 10s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].broker_message_id, "later");
 }
 
 }  // namespace spool::test

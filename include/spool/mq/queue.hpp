@@ -33,6 +33,10 @@ struct queue_options {
   bool strict_validation = false;               // §3.3
   bool strict_group_order = false;              // §7.1: one message per group in flight
   std::uint32_t max_receive_count = 0;          // §7.2: 0 = unbounded
+  // I10 (PostgreSQL): publish, ack and zero-delay nack/defer NOTIFY channel
+  // spool_mq in their transaction, and poll_wait LISTENs through the process's
+  // shared listener. Off by default: NOTIFY takes a cluster-wide lock at commit.
+  bool notify = false;
   std::chrono::milliseconds poll_interval{1000};  // poll_wait's polling fallback
   std::size_t max_payload_bytes = 1u << 20;     // checked on publish only
 };
@@ -85,6 +89,7 @@ struct insert_options {
   std::string schema;
   std::size_t max_payload_bytes = 1u << 20;
   std::chrono::seconds delay{0};
+  bool notify = false;  // PostgreSQL: NOTIFY spool_mq for each queue written (I10)
 };
 
 enum class ack_status { acked, not_found };

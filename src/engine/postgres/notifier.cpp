@@ -1,0 +1,80 @@
+#include "engine/postgres/notifier.hpp"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "common/identifier.hpp"
+#include "engine/postgres/connection.hpp"
+#include "spool/error.hpp"
+
+namespace spool::pg::detail {
+
+notifier::notifier(std::function<std::unique_ptr<connection>()> connect, std::function<void()> wake)
+    : connect_(std::move(connect)), wake_(std::move(wake)), thread_([this](std::stop_token st) { run(st); }) {}
+
+notifier::~notifier() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void notifier::listen(const std::string& channel) {
+  std::lock_guard lock(mutex_);
+  if (channels_.insert(channel).second) channels_changed_ = true;
+}
+
+void notifier::run(std::stop_token stop) {
+  std::unique_ptr<connection> conn;
+  std::set<std::string> listening;
+  auto backoff = std::chrono::milliseconds(100);
+  while (!stop.stop_requested()) {
+    try {
+      if (!conn || !conn->healthy()) {
+        conn.reset();
+        listening.clear();
+        conn = connect_();
+        backoff = std::chrono::milliseconds(100);
+        wake_();  // anything sent while we were away is lost: look now
+      }
+      {
+        std::set<std::string> wanted;
+        {
+          std::lock_guard lock(mutex_);
+          if (channels_changed_ || listening.empty()) wanted = channels_;
+          channels_changed_ = false;
+        }
+        for (const auto& ch : wanted) {
+          if (listening.insert(ch).second) {
+            conn->exec_script("LISTEN " + spool::detail::quote_identifier(ch));
+          }
+        }
+      }
+      // Short waits keep shutdown and new channels prompt without a self-pipe.
+      pollfd pfd{PQsocket(conn->native()), POLLIN, 0};
+      const int ready = ::poll(&pfd, 1, 200);
+      if (ready < 0) continue;
+      if (ready > 0 && PQconsumeInput(conn->native()) == 0) {
+        spdlog::warn("notifier: listening connection lost; reconnecting");
+        conn.reset();
+        continue;
+      }
+      bool any = false;
+      while (PGnotify* n = PQnotifies(conn->native())) {
+        any = true;
+        PQfreemem(n);
+      }
+      if (any) wake_();
+    } catch (const std::exception& e) {
+      conn.reset();
+      spdlog::debug("notifier: {}; retrying in {} ms", e.what(), backoff.count());
+      const auto until = std::chrono::steady_clock::now() + backoff;
+      while (!stop.stop_requested() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+  }
+}
+
+}  // namespace spool::pg::detail
