@@ -37,6 +37,11 @@ struct mq_args {
   std::size_t max = 1;
   std::size_t limit = 100;
   bool payload = false;
+  std::vector<std::string> ids;  // redrive --id …
+  std::string reason = "redrive";
+  std::string actor;
+  bool dry_run = false;
+  bool all = false;
   CLI::Option* id_opt = nullptr;
   CLI::Option* group_opt = nullptr;
 };
@@ -222,6 +227,25 @@ void run_failed(cli_context& ctx, const mq_args& a) {
   }
 }
 
+void run_redrive(cli_context& ctx, const mq_args& a) {
+  if (a.all && !a.ids.empty()) throw invalid("--all and --id exclude each other");
+  auto q = make_queue(ctx, a);
+  const auto r = q.redrive({.ids = a.ids, .reason = a.reason, .actor = a.actor, .dry_run = a.dry_run});
+  if (ctx.json) {
+    ojson doc{{"redriven", r.redriven}, {"conflicts", r.conflicts}};
+    if (!r.missing.empty()) doc["missing"] = r.missing;
+    if (a.dry_run) doc["dry_run"] = true;
+    emit_json(ctx, doc);
+    return;
+  }
+  const char* verb = a.dry_run ? "would redrive" : "redriven";
+  emit_line(ctx, fmt::format("{} {}, conflicts {}{}", verb, r.redriven.size(), r.conflicts.size(),
+                             r.missing.empty() ? "" : fmt::format(", not in quarantine {}", r.missing.size())));
+  for (const auto& id : r.redriven) emit_line(ctx, fmt::format("  {} {}", verb, id));
+  for (const auto& id : r.conflicts) emit_line(ctx, fmt::format("  conflict (a live row has this id) {}", id));
+  for (const auto& id : r.missing) emit_line(ctx, fmt::format("  not in quarantine {}", id));
+}
+
 // CLI11 would wrap "-1" (and saturate a huge number) into a std::size_t, and
 // its NonNegativeNumber check prints a 300-digit bound. Digits only, at most
 // INT64_MAX (the SQL LIMIT type), with a readable message.
@@ -257,7 +281,7 @@ void on_parsed(CLI::App* sub, cli_context& ctx, const std::shared_ptr<mq_args>& 
 void add_mq_command(CLI::App& app, cli_context& ctx) {
   auto a = std::make_shared<mq_args>();
   auto* mq =
-      app.add_subcommand("mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed");
+      app.add_subcommand("mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed, redrive");
   mq->require_subcommand(1);
   add_connection_options(*mq, ctx);
   const char* duration_help = "a bare integer is seconds; ms, s, m, h, d suffixes accepted";
@@ -325,6 +349,17 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
       ->capture_default_str();
   failed->add_flag("--payload", a->payload, "Include the raw payloads (they may contain secrets)");
   on_parsed(failed, ctx, a, run_failed);
+
+  auto* redrive = add_leaf(
+      *mq, ctx, *a, "redrive",
+      "Move quarantined messages back to the tail of the queue in one transaction, audited in spool_mq_redrive_log",
+      "{\"redriven\":[…],\"conflicts\":[…]} (conflicts: a live row has that id; kept in quarantine)");
+  redrive->add_option("--id", a->ids, "Redrive only these ids (repeatable) [default: every quarantined row]");
+  redrive->add_flag("--all", a->all, "Redrive every quarantined row of the queue (the default without --id)");
+  redrive->add_option("--reason", a->reason, "Why, recorded in the audit log")->capture_default_str();
+  redrive->add_option("--actor", a->actor, "Who, recorded in the audit log [default: the OS user]");
+  redrive->add_flag("--dry-run", a->dry_run, "List what would move and change nothing");
+  on_parsed(redrive, ctx, a, run_redrive);
 }
 
 }  // namespace spool::cli

@@ -4,7 +4,6 @@
 // Exit codes: 0 success (expected outcomes included), 1 a spool::error (one
 // stderr line "spool: <errc>[/<reason>]: <message>"), 2 a usage error.
 // Nothing reaches stdout unless the command succeeded.
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -49,51 +48,6 @@ std::vector<std::string> prescan(int argc, char** argv, spool::cli::cli_context&
   return rest;
 }
 
-// The library logs through spdlog's default logger, which writes to stdout;
-// that would corrupt the one JSON document stdout must carry. While a command
-// runs, fd 1 points at a temporary file; afterwards the log text goes to
-// stderr on success and is dropped on failure, where the contract allows one
-// stderr line and the error line says what went wrong.
-class stdout_capture {
- public:
-  stdout_capture() {
-    std::fflush(stdout);
-    saved_ = ::dup(STDOUT_FILENO);
-    tmp_ = std::tmpfile();
-    // Without a temporary file, stderr is still better than stdout.
-    const int target = tmp_ != nullptr ? ::fileno(tmp_) : STDERR_FILENO;
-    if (saved_ < 0 || ::dup2(target, STDOUT_FILENO) < 0) restore();
-  }
-  ~stdout_capture() {
-    restore();
-    if (tmp_ != nullptr) std::fclose(tmp_);
-  }
-  stdout_capture(const stdout_capture&) = delete;
-  stdout_capture& operator=(const stdout_capture&) = delete;
-
-  // Puts stdout back; returns what was written to it meanwhile.
-  std::string finish() {
-    restore();
-    std::string text;
-    if (tmp_ == nullptr) return text;
-    std::rewind(tmp_);
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, tmp_)) > 0;) text.append(buf, n);
-    return text;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stdout);
-    ::dup2(saved_, STDOUT_FILENO);
-    ::close(saved_);
-    saved_ = -1;
-  }
-  int saved_ = -1;
-  std::FILE* tmp_ = nullptr;
-};
-
 int usage_failure(std::string_view message) {
   std::cerr << "spool: usage: " << spool::cli::sanitize_message(message, {})
             << " (run with --help for usage)\n";
@@ -133,23 +87,20 @@ int run(int argc, char** argv) {
   }
   if (!ctx.action) return usage_failure("no command given");
 
-  stdout_capture capture;
+  // The library logs to stderr (its "spool" logger), never to stdout, so the
+  // one document on stdout stays clean.
   try {
     ctx.action();
   } catch (const spool::error& e) {
-    capture.finish();
     std::cerr << spool::cli::error_line(e, ctx.db_uri) << '\n';
     return exit_error;
   } catch (const std::exception& e) {
-    capture.finish();
     // Not a spool::error, so a bug or resource exhaustion; still one line,
     // still exit 1, still nothing on stdout.
     std::cerr << "spool: internal_error: " << spool::cli::sanitize_message(e.what(), ctx.db_uri) << '\n';
     return exit_error;
   }
 
-  const std::string logs = capture.finish();
-  std::fwrite(logs.data(), 1, logs.size(), stderr);
   std::fwrite(ctx.out.data(), 1, ctx.out.size(), stdout);
   if (std::fflush(stdout) != 0) {
     std::cerr << "spool: cannot write to stdout\n";

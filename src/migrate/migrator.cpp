@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "common/log.hpp"
 #include "common/identifier.hpp"
 #include "engine/database_impl.hpp"
 #include "migrate/migration_files.hpp"
@@ -108,7 +109,7 @@ void pg_drop_invalid(pg::detail::connection& c, const migration_file& m, const s
         "c.relnamespace WHERE c.relname = $1 AND n.nspname = $2 AND NOT i.indisvalid",
         {idx, schema}, intent::read);
     if (!r.empty()) {
-      spdlog::warn("dropping invalid index {}.{} left by an interrupted build; rebuilding it", schema, idx);
+      spool::detail::log().warn("dropping invalid index {}.{} left by an interrupted build; rebuilding it", schema, idx);
       c.exec_script(fmt::format("DROP INDEX CONCURRENTLY IF EXISTS {}.{}", detail::quote_identifier(schema),
                                 detail::quote_identifier(idx)));
     }
@@ -162,7 +163,7 @@ std::vector<applied_migration> migrate_postgres(detail::database_impl& db, const
     check_checksums(files, applied);
     for (const auto& m : files) {
       if (applied.count(m.version)) continue;
-      spdlog::info("applying {}/{} ({}) to schema {}", component, m.version, m.name, schema);
+      spool::detail::log().info("applying {}/{} ({}) to schema {}", component, m.version, m.name, schema);
       pg_apply(c, m, schema);
       done.push_back({component, m.version, m.name});
     }
@@ -189,7 +190,7 @@ std::vector<applied_migration> migrate_sqlite(detail::database_impl& db, const s
     check_checksums(files, applied);
     for (const auto& m : files) {
       if (applied.count(m.version)) continue;
-      spdlog::info("applying {}/{} ({})", component, m.version, m.name);
+      spool::detail::log().info("applying {}/{} ({})", component, m.version, m.name);
       conn->exec_script(m.up);
       conn->exec_script(ledger_insert(engine::sqlite, m, ""));
       done.push_back({component, m.version, m.name});

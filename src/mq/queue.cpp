@@ -1,5 +1,6 @@
 // The message queue's logic above the store seam: receipts, decoding and
 // quarantine, counters, stop. Everything SQL is in store_*.cpp.
+#include "common/log.hpp"
 #include "spool/mq/queue.hpp"
 
 #include <fmt/format.h>
@@ -154,10 +155,10 @@ struct queue::impl {
     const std::string text = truncate_utf8(reason, 1000);
     try {
       st->quarantine(opts.name, row.id, receipt, text);
-      spdlog::warn("malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})",
+      spool::detail::log().warn("malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})",
                    shown, row.id, text);
     } catch (const std::exception& e) {
-      spdlog::warn("could not quarantine malformed message (queue {}, message id {}, error {})", shown, row.id,
+      spool::detail::log().warn("could not quarantine malformed message (queue {}, message id {}, error {})", shown, row.id,
                    e.what());
     }
   }
@@ -171,7 +172,7 @@ struct queue::impl {
       counter.fetch_add(1, std::memory_order_relaxed);
       if (d == 0) db.impl().wake().raise();
     } else {
-      spdlog::debug("{}: stale receipt handle {} on queue {}", op, receipt, shown);
+      spool::detail::log().debug("{}: stale receipt handle {} on queue {}", op, receipt, shown);
     }
     return matched;
   }

@@ -102,11 +102,10 @@ class postgres_store final : public store {
     for (const auto& s : ids) id_ptrs.push_back(&s);
     for (const auto& s : receipts) receipt_ptrs.push_back(&s);
     auto conn = db_.pg_pool().acquire();
-    const auto rows = notifying(*conn, {queue}, [&] {
-      return conn->query(sql_.at("ack_batch"),
-                         {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)},
-                         intent::write);
-    });
+    const auto rows = pg::detail::rows_of(
+        write(*conn, sql_.at("ack_batch"),
+              {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)}, {queue})
+            .get());
     std::unordered_map<std::string, bool> deleted;
     for (const auto& r : rows) deleted[*r[0]] = true;
     std::vector<bool> out(receipts.size(), false);
@@ -122,13 +121,7 @@ class postgres_store final : public store {
 
   std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) override {
     auto conn = db_.pg_pool().acquire();
-    std::vector<std::string> queues;
-    if (notify_) {
-      for (const auto& r : rows) {
-        if (std::find(queues.begin(), queues.end(), *r.queue_name) == queues.end()) queues.push_back(*r.queue_name);
-      }
-    }
-    auto out = notifying(*conn, queues, [&] { return postgres_insert(*conn, schema_, rows, delay_s, false); });
+    auto out = postgres_insert(*conn, schema_, rows, delay_s, notify_);
     db_.wake().raise();
     return out;
   }
@@ -185,29 +178,18 @@ class postgres_store final : public store {
     auto conn = db_.pg_pool().acquire();
     std::vector<std::string> queues;
     if (notify_queue != nullptr) queues.push_back(*notify_queue);
-    return notifying(*conn, queues, [&] { return affected(conn->exec(sql_.at(name), params, intent::write).get()) > 0; });
+    return affected(write(*conn, sql_.at(name), params, queues).get()) > 0;
   }
 
-  // With notify on, runs f and a NOTIFY per queue in one transaction, so the
-  // notification is delivered only if the write commits (I10).
-  template <class F>
-  std::invoke_result_t<F&> notifying(pg::detail::connection& conn, const std::vector<std::string>& queues, F&& f) {
-    if (!notify_ || queues.empty()) return f();
-    conn.exec("BEGIN", {}, intent::read);
-    try {
-      auto result = f();
-      for (const auto& q : queues) conn.exec("SELECT pg_notify('spool_mq', $1)", {q}, intent::write);
-      conn.exec("COMMIT", {}, intent::write);
-      return result;
-    } catch (...) {
-      if (conn.healthy() && conn.in_transaction()) {
-        try {
-          conn.exec("ROLLBACK", {}, intent::read);
-        } catch (...) {
-        }
-      }
-      throw;
-    }
+  // With notify on, runs the statement and a NOTIFY per queue in one
+  // pipelined round trip, one implicit transaction, so the notification is
+  // delivered only if the write commits (I10).
+  pg::detail::result_ptr write(pg::detail::connection& conn, const std::string& sql, const std::vector<param>& params,
+                               const std::vector<std::string>& notify_queues) {
+    if (!notify_ || notify_queues.empty()) return conn.exec(sql, params, intent::write);
+    std::vector<pg::detail::connection::statement> batch{{sql, params}};
+    for (const auto& q : notify_queues) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
+    return std::move(conn.pipeline(batch, intent::write).front());
   }
 
   spool::detail::database_impl& db_;
@@ -228,17 +210,26 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
     groups.push_back(r.group ? &*r.group : nullptr);
     payloads.push_back(&r.payload);
   }
-  const auto inserted = conn.query(
-      render_sql("postgres/mq/queries/publish.sql", schema),
-      {pg::detail::text_array(queues), pg::detail::text_array(ids), pg::detail::text_array(groups),
-       pg::detail::text_array(payloads), delay_s},
-      intent::write);
-  if (notify) {
+  const std::string sql = render_sql("postgres/mq/queries/publish.sql", schema);
+  std::vector<param> params{pg::detail::text_array(queues), pg::detail::text_array(ids),
+                            pg::detail::text_array(groups), pg::detail::text_array(payloads), delay_s};
+  std::vector<row> inserted;
+  if (!notify) {
+    inserted = conn.query(sql, params, intent::write);
+  } else {
+    // One NOTIFY per queue written, in the same transaction as the insert:
+    // the caller's, or one pipelined implicit transaction.
+    std::vector<pg::detail::connection::statement> batch{{sql, std::move(params)}};
     std::vector<std::string> notified;
     for (const auto& r : rows) {
-      if (std::find(notified.begin(), notified.end(), *r.queue_name) != notified.end()) continue;
-      notified.push_back(*r.queue_name);
-      conn.exec("SELECT pg_notify('spool_mq', $1)", {*r.queue_name}, intent::write);
+      if (std::find(notified.begin(), notified.end(), *r.queue_name) == notified.end()) notified.push_back(*r.queue_name);
+    }
+    for (const auto& q : notified) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
+    if (conn.in_transaction()) {
+      inserted = conn.query(batch[0].sql, batch[0].params, intent::write);
+      for (std::size_t i = 1; i < batch.size(); ++i) conn.exec(batch[i].sql, batch[i].params, intent::write);
+    } else {
+      inserted = pg::detail::rows_of(conn.pipeline(batch, intent::write).front().get());
     }
   }
   // Map the inserted (queue, id) keys back to the first input position that

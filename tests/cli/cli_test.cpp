@@ -247,6 +247,20 @@ TEST_P(cli_on_engine, FailedJsonListsAQuarantinedRowAndItsPayloadOnlyWhenAsked) 
   EXPECT_EQ(with_payload["failed"][0]["payload"], "{ not json");
 }
 
+TEST_P(cli_on_engine, RedriveMovesQuarantinedRowsBackAndDryRunChangesNothing) {
+  sql("INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+      "created_at, receive_count) VALUES ('bad-1','q',NULL,NULL,0,'{ not json',0,0)");
+  ASSERT_EQ(run({"mq", "poll", "--queue", "q"}).exit_code, 0);
+  const auto preview = expect_json(run({"mq", "redrive", "--queue", "q", "--dry-run", "--json"}));
+  EXPECT_EQ(preview["redriven"], json::parse(R"(["bad-1"])"));
+  EXPECT_EQ(expect_json(run({"mq", "failed", "--queue", "q", "--json"}))["failed"].size(), 1u);
+  const auto done =
+      expect_json(run({"mq", "redrive", "--queue", "q", "--id", "bad-1", "--reason", "parser fixed", "--json"}));
+  EXPECT_EQ(done, json::parse(R"({"redriven":["bad-1"],"conflicts":[]})"));
+  EXPECT_EQ(expect_json(run({"mq", "failed", "--queue", "q", "--json"}))["failed"].size(), 0u);
+  EXPECT_EQ(expect_json(run({"mq", "metrics", "--queue", "q", "--json"}))["pending"], 1);
+}
+
 TEST_P(cli_on_engine, JsonPlacedBeforeTheSubcommandWorks) {
   const auto r = run_cli({"--json", "--db", uri_, "mq", "metrics", "--queue", "q"});
   EXPECT_EQ(expect_json(r)["identifier"], "q");

@@ -66,23 +66,79 @@ std::string to_text(const param& p, bool& is_null) {
 
 }  // namespace
 
+// Parameters as libpq wants them: text, NULL as a null pointer.
+struct text_params {
+  explicit text_params(const std::vector<param>& params) : texts(params.size()), ptrs(params.size()) {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      bool is_null = false;
+      texts[i] = to_text(params[i], is_null);
+      ptrs[i] = is_null ? nullptr : texts[i].c_str();
+    }
+  }
+  std::vector<std::string> texts;
+  std::vector<const char*> ptrs;
+};
+
 result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what) {
   if (!healthy()) {
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
   }
-  std::vector<std::string> texts(params.size());
-  std::vector<const char*> ptrs(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    bool is_null = false;
-    texts[i] = to_text(params[i], is_null);
-    ptrs[i] = is_null ? nullptr : texts[i].c_str();
-  }
+  const text_params p(params);
   const std::string stmt(sql);
-  result_ptr res(PQexecParams(conn_, stmt.c_str(), static_cast<int>(params.size()), nullptr, ptrs.data(),
+  result_ptr res(PQexecParams(conn_, stmt.c_str(), static_cast<int>(params.size()), nullptr, p.ptrs.data(),
                               nullptr, nullptr, 0));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return res;
   throw_error(conn_, res.get(), what, "statement");
+}
+
+std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what) {
+  if (!healthy()) {
+    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
+  }
+  if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
+  struct exit_guard {
+    PGconn* c;
+    ~exit_guard() {
+      if (PQpipelineStatus(c) != PQ_PIPELINE_OFF) PQexitPipelineMode(c);
+    }
+  } guard{conn_};
+  bool sent_any = false;
+  for (const auto& s : statements) {
+    const text_params p(s.params);
+    const std::string sql(s.sql);
+    if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(s.params.size()), nullptr, p.ptrs.data(), nullptr,
+                          nullptr, 0) != 1) {
+      throw_error(conn_, nullptr, sent_any ? what : intent::read, "pipeline send");
+    }
+    sent_any = true;
+  }
+  if (PQpipelineSync(conn_) != 1) throw_error(conn_, nullptr, what, "pipeline sync");
+  std::vector<result_ptr> results;
+  result_ptr first_error;
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    result_ptr res(PQgetResult(conn_));
+    if (!res) throw_error(conn_, nullptr, what, "pipeline");
+    const auto status = PQresultStatus(res.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && !first_error &&
+        status != PGRES_PIPELINE_ABORTED) {
+      first_error = std::move(res);
+      res.reset(PQmakeEmptyPGresult(conn_, PGRES_FATAL_ERROR));
+    }
+    results.push_back(std::move(res));
+    while (PGresult* rest = PQgetResult(conn_)) PQclear(rest);  // the NULL that ends this statement
+  }
+  // The sync point's own result.
+  for (;;) {
+    result_ptr res(PQgetResult(conn_));
+    if (!res) {
+      if (!healthy()) throw_error(conn_, nullptr, what, "pipeline");
+      continue;
+    }
+    if (PQresultStatus(res.get()) == PGRES_PIPELINE_SYNC) break;
+  }
+  if (first_error) throw_error(conn_, first_error.get(), what, "pipeline");
+  return results;
 }
 
 std::vector<row> connection::query(std::string_view sql, const std::vector<param>& params, intent what) {

@@ -44,6 +44,14 @@ class connection {
   result_ptr exec(std::string_view sql, const std::vector<param>& params, intent what);
   // exec, then every row as text.
   std::vector<row> query(std::string_view sql, const std::vector<param>& params, intent what);
+  // Sends every statement in one round trip (libpq pipeline mode) as one
+  // implicit transaction: all of them take effect or none. Returns each
+  // statement's result; throws for the first failure.
+  struct statement {
+    std::string_view sql;
+    std::vector<param> params;
+  };
+  std::vector<result_ptr> pipeline(const std::vector<statement>& statements, intent what);
   // Simple-query protocol, for migrations (several statements, no parameters).
   void exec_script(const std::string& sql);
 

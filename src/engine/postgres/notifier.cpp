@@ -1,3 +1,4 @@
+#include "common/log.hpp"
 #include "engine/postgres/notifier.hpp"
 
 #include <poll.h>
@@ -55,7 +56,7 @@ void notifier::run(std::stop_token stop) {
       const int ready = ::poll(&pfd, 1, 200);
       if (ready < 0) continue;
       if (ready > 0 && PQconsumeInput(conn->native()) == 0) {
-        spdlog::warn("notifier: listening connection lost; reconnecting");
+        spool::detail::log().warn("notifier: listening connection lost; reconnecting");
         conn.reset();
         continue;
       }
@@ -67,7 +68,7 @@ void notifier::run(std::stop_token stop) {
       if (any) wake_();
     } catch (const std::exception& e) {
       conn.reset();
-      spdlog::debug("notifier: {}; retrying in {} ms", e.what(), backoff.count());
+      spool::detail::log().debug("notifier: {}; retrying in {} ms", e.what(), backoff.count());
       const auto until = std::chrono::steady_clock::now() + backoff;
       while (!stop.stop_requested() && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
