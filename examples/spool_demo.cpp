@@ -170,7 +170,7 @@ int run(const settings& s) {
   opts.visibility_timeout = visibility;
   // Without it a group's next message may be claimed while its head is still
   // in flight (spec §5.1, T10); the demo promises per-group order, so ask for it.
-  opts.strict_group_order = false;
+  opts.strict_group_order = true;
   opts.poll_interval = 250ms;  // nacked messages come back by the clock, not by a wake-up
   mq::queue q(db, opts);
 
