@@ -9,7 +9,8 @@
 //   ./build/examples/spool_demo --db sqlite:spool.db
 //   ./build/examples/spool_demo --db postgresql://postgres@127.0.0.1:5432/postgres --json
 //
-// Exit code 0 when every check passed, 1 when one failed, 2 on a usage error.
+// Exit code 0 when every check passed, 1 when one failed (or on a spool::error),
+// 2 on a usage error.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -84,6 +85,8 @@ mq::message make_message(int seq, int groups) {
   m.extra.push_back({"seq", std::to_string(seq)});
   return m;
 }
+
+std::string plural(long n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
 
 int seq_of(const mq::message& m) {
   for (const auto& x : m.extra) {
@@ -178,6 +181,16 @@ int run(const settings& s) {
   std::atomic<bool> done{false};
   const auto start = steady::now();
   std::vector<std::thread> pool;  // consumers first: they sleep in poll_wait until the first publish wakes them
+  struct joiner {  // if publishing throws, stop and join the consumers before `q` goes away
+    std::atomic<bool>& done;
+    std::vector<std::thread>& threads;
+    ~joiner() {
+      done = true;
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join_on_exit{done, pool};
   for (int i = 0; i < s.workers; ++i) pool.emplace_back(worker, std::ref(q), std::ref(book), std::cref(done), std::cref(s));
 
   int batches = 0;
@@ -214,7 +227,7 @@ int run(const settings& s) {
   }
   const double elapsed = std::chrono::duration<double>(steady::now() - start).count();
   done = true;
-  for (auto& t : pool) t.join();
+  for (auto& t : pool) t.join();  // before the checks: the ledger is final once every worker is out
 
   // ---- checks ----
   int acked = 0, exactly_once = 0, violations = 0;
@@ -248,17 +261,17 @@ int run(const settings& s) {
     return ok ? 0 : 1;
   }
   fmt::print("spool demo · {} · queue \"{}\"\n", db.display_name(), s.queue);
-  fmt::print("  published    {} messages in {} groups ({} batches) + 1 poison row by plain SQL\n", s.messages,
-             s.groups, batches);
+  fmt::print("  published    {} in {} ({}) + 1 poison row by plain SQL\n", plural(s.messages, "message"),
+             plural(s.groups, "group"), plural(batches, "publish_batch call"));
   fmt::print("  delivered    {} ({} redelivered after {} nacks with a {} s delay)\n", book.delivered,
              book.redelivered, book.nacked, nack_delay.count());
   fmt::print("  acked        {} of {}, {} exactly once on their final delivery{}\n", acked, s.messages, exactly_once,
              book.stale_acks ? fmt::format(" ({} stale receipts)", book.stale_acks) : "");
   fmt::print("  quarantined  {}{}\n", failed.size(),
              poison_ok ? fmt::format(": {} — {}", poison_id, poison_error) : " (the poison row was NOT quarantined)");
-  fmt::print("  ordering     {}\n", violations == 0 ? fmt::format("OK, {} groups each handled in publish order", s.groups)
+  fmt::print("  ordering     {}\n", violations == 0 ? fmt::format("OK, each of {} handled in publish order", plural(s.groups, "group"))
                                                     : fmt::format("{} VIOLATIONS", violations));
-  fmt::print("  elapsed      {:.2f} s, {:.0f} msgs/s with {} workers{}\n", elapsed, rate, s.workers,
+  fmt::print("  elapsed      {:.2f} s, {:.0f} msgs/s with {}{}\n", elapsed, rate, plural(s.workers, "worker"),
              drained ? "" : fmt::format(" (gave up after {} s)", time_limit.count()));
   if (book.errors > 0) fmt::print("  errors       {} (last: {})\n", book.errors, book.last_error);
   fmt::print("{}\n", ok ? "OK" : "FAILED");
@@ -276,7 +289,11 @@ int main(int argc, char** argv) {
   app.add_option("--workers", s.workers, "consumer threads")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--queue", s.queue, "queue name (its rows are deleted first)")->capture_default_str();
   app.add_flag("--json", s.json, "print the summary as one JSON object");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is not an error
+  }
 
   // spdlog's default logger writes to stdout; keep stdout for the summary (and
   // its JSON form) and let the library's WARN lines go to stderr.

@@ -1,0 +1,63 @@
+// Released migrations are never edited: their SHA-256 is pinned here. A new
+// schema change is a new numbered file (DESIGN.md, Migrations).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "migrate/migration_files.hpp"
+
+namespace spool::detail {
+
+TEST(migration_files, released_migrations_keep_their_checksums) {
+  const std::map<std::string, std::string> pinned = {
+      {"postgres:mq/1", "a33f486e1dc91747683519c652048c56f97c87c977d25d4219e299125d9bc497"},
+      {"postgres:mq/2", "11ed101ed54758a155dacf9e1b6530484a253ee36fc31afc3d703069071d69a0"},
+      {"sqlite:mq/1", "505c8056672d0ccc832417ee4862a04dfe739e89e7fceb6e737829a85334de02"},
+      {"sqlite:mq/2", "79f70d330d83c82cd2557c642f5843e5f4de91a01e0995716bc403ea4c8fdf6b"},
+  };
+  std::size_t seen = 0;
+  for (const auto kind : {engine::postgres, engine::sqlite}) {
+    for (const auto& m : migration_files(kind, "mq")) {
+      const std::string key =
+          std::string(kind == engine::postgres ? "postgres" : "sqlite") + ":mq/" + std::to_string(m.version);
+      auto it = pinned.find(key);
+      ASSERT_NE(it, pinned.end()) << key << " is new: pin its checksum here";
+      EXPECT_EQ(m.checksum, it->second) << key << " (" << m.name << ") was edited after release";
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, pinned.size());
+}
+
+TEST(migration_files, every_version_has_an_up_and_a_down_section) {
+  for (const auto kind : {engine::postgres, engine::sqlite}) {
+    const auto files = migration_files(kind, "mq");
+    ASSERT_EQ(files.size(), 2u);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      EXPECT_EQ(files[i].version, static_cast<int>(i) + 1);
+      EXPECT_FALSE(files[i].up.empty()) << files[i].name;
+      EXPECT_FALSE(files[i].down.empty()) << files[i].name;
+    }
+  }
+  // The index build must run outside a transaction on PostgreSQL (CONCURRENTLY).
+  const auto pg = migration_files(engine::postgres, "mq");
+  EXPECT_TRUE(pg[0].transactional);
+  EXPECT_FALSE(pg[1].transactional);
+  EXPECT_EQ(pg[1].rebuild_invalid, (std::vector<std::string>{"idx_queue_group_order", "idx_queue_fifo"}));
+}
+
+TEST(migration_files, statements_split_at_semicolons_that_end_a_line) {
+  const auto parts = split_statements("-- comment\nCREATE INDEX a\n  ON t (x);\nCREATE INDEX b ON t (y);\n");
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_NE(parts[0].find("CREATE INDEX a"), std::string::npos);
+  EXPECT_NE(parts[1].find("CREATE INDEX b"), std::string::npos);
+}
+
+TEST(migration_files, templates_quote_a_configured_schema_and_default_to_current_schema) {
+  EXPECT_EQ(render_template("CREATE TABLE {{s}}t; SELECT {{schema_name}};", "billing"),
+            "CREATE TABLE \"billing\".t; SELECT 'billing';");
+  EXPECT_EQ(render_template("CREATE TABLE {{s}}t; SELECT {{schema_name}};", ""),
+            "CREATE TABLE t; SELECT current_schema();");
+}
+
+}  // namespace spool::detail
