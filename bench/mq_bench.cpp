@@ -17,8 +17,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -228,8 +226,6 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is not an error
   }
 
-  // spdlog's default logger writes to stdout, which carries the JSON lines.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("spool"));
 
   try {
     return run(s);

@@ -295,12 +295,13 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is not an error
   }
 
-  // spdlog's default logger writes to stdout; keep stdout for the summary (and
-  // its JSON form) and let the library's WARN lines go to stderr.
+  // Spool logs through the spdlog logger named "spool"; registering our own
+  // under that name before the first Spool call styles its WARN lines (the
+  // quarantine) to match the summary. They go to stderr, keeping stdout for
+  // the summary and its JSON form.
   auto log = spdlog::stderr_color_mt("spool");
   log->set_pattern("  [%^%l%$] %v");
-  spdlog::set_default_logger(log);
-  spdlog::set_level(spdlog::level::warn);  // migration progress is noise here; warnings are not
+  log->set_level(spdlog::level::warn);  // migration progress is noise here; warnings are not
 
   try {
     return run(s);

@@ -84,12 +84,25 @@ result_ptr connection::exec(std::string_view sql, const std::vector<param>& para
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
   }
   const text_params p(params);
-  const std::string stmt(sql);
-  result_ptr res(PQexecParams(conn_, stmt.c_str(), static_cast<int>(params.size()), nullptr, p.ptrs.data(),
-                              nullptr, nullptr, 0));
+  result_ptr res(exec_prepared(std::string(sql), static_cast<int>(params.size()), p.ptrs.data()));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return res;
   throw_error(conn_, res.get(), what, "statement");
+}
+
+PGresult* connection::exec_prepared(const std::string& sql, int n, const char* const* values) {
+  // Ad-hoc statements (an application's tx.exec) beyond the cache's bound run
+  // unnamed, so a long-lived connection cannot accumulate statements forever.
+  constexpr std::size_t max_prepared = 64;
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    if (prepared_.size() >= max_prepared) return PQexecParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
+    std::string name = "spool_" + std::to_string(prepared_.size());
+    result_ptr prep(PQprepare(conn_, name.c_str(), sql.c_str(), n, nullptr));
+    if (!prep || PQresultStatus(prep.get()) != PGRES_COMMAND_OK) return prep.release();
+    it = prepared_.emplace(sql, std::move(name)).first;
+  }
+  return PQexecPrepared(conn_, it->second.c_str(), n, values, nullptr, nullptr, 0);
 }
 
 std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what) {

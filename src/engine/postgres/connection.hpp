@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "spool/database.hpp"
@@ -56,8 +57,13 @@ class connection {
   void exec_script(const std::string& sql);
 
  private:
+  // Runs sql as a named prepared statement, preparing it on first use, so
+  // the hot statements are parsed and planned once per connection.
+  PGresult* exec_prepared(const std::string& sql, int n, const char* const* values);
+
   PGconn* conn_ = nullptr;
   bool owned_ = true;
+  std::unordered_map<std::string, std::string> prepared_;  // sql → statement name
   std::string display_;
 };
 

@@ -19,7 +19,11 @@ WITH clock AS (
       WHERE e.queue_name = m.queue_name
         AND COALESCE(e.message_group_id, e.id) = COALESCE(m.message_group_id, m.id)
         AND (e.created_at, e.id) < (m.created_at, m.id)
-        AND (e.visible_at <= clock.now OR e.receipt_handle IS NULL OR $5::boolean))
+        AND (e.visible_at <= clock.now OR e.receipt_handle IS NULL OR $5::boolean)
+      -- OFFSET 0 keeps this a per-candidate index probe: pulled up into an
+      -- anti-join it becomes quadratic in the backlog when statistics are
+      -- missing (a fresh table) or the performance indexes are absent.
+      OFFSET 0)
   ORDER BY m.created_at, m.id
   LIMIT $3
   FOR UPDATE OF m SKIP LOCKED

@@ -11,7 +11,10 @@ SET receipt_handle = ?2 || ':' || id,
 WHERE queue_name = ?1 AND id IN (
   SELECT m.id FROM queue_messages m
   WHERE m.queue_name = ?1
-    AND m.visible_at <= ?6
+    -- The unary + keeps SQLite off idx_queue_visible: walking idx_queue_fifo
+    -- in (created_at, id) order lets LIMIT stop the scan instead of sorting
+    -- every visible row of the backlog on each poll.
+    AND +m.visible_at <= ?6
     AND NOT EXISTS (
       SELECT 1 FROM queue_messages e
       WHERE e.queue_name = m.queue_name
