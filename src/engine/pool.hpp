@@ -6,12 +6,15 @@
 #pragma once
 
 #include <condition_variable>
+#include <stop_token>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "common/call_guard.hpp"
+#include "spool/call_options.hpp"
 #include "spool/error.hpp"
 
 namespace spool::detail {
@@ -45,10 +48,23 @@ class pool {
       : size_(size), make_(std::move(make)), check_(std::move(check)) {}
 
   // Waits for a free slot, then returns an idle connection or a new one.
-  // Errors: whatever the factory throws (unavailable when connecting fails).
-  lease acquire() {
+  // Errors: whatever the factory throws (unavailable when connecting fails);
+  // unavailable (deadline_exceeded / cancelled) when the call's limits end
+  // the wait for a free slot.
+  lease acquire(const call_options& limits = {}) {
+    check_call(limits, "waiting for a connection");
     std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return !idle_.empty() || in_use_ + idle_.size() < size_; });
+    auto free = [&] { return !idle_.empty() || in_use_ + idle_.size() < size_; };
+    if (limits.deadline) {
+      cv_.wait_until(lock, limits.stop, *limits.deadline, free);
+    } else {
+      cv_.wait(lock, limits.stop, free);
+    }
+    if (!free()) {  // the wait ended on the stop token or the deadline
+      lock.unlock();
+      check_call(limits, "waiting for a connection");
+      throw error(errc::unavailable, "waiting for a connection: deadline passed", "deadline_exceeded");
+    }
     if (!idle_.empty()) {
       auto conn = std::move(idle_.back());
       idle_.pop_back();
@@ -99,7 +115,7 @@ class pool {
   factory make_;
   health check_;
   std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable_any cv_;  // _any: waits can end on a stop_token
   std::vector<std::unique_ptr<Conn>> idle_;
   std::size_t in_use_ = 0;
 };

@@ -13,6 +13,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include "common/call_guard.hpp"
 #include "common/identifier.hpp"
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
@@ -138,7 +139,7 @@ struct queue::impl {
 
   void ensure_tables() {
     if (tables_checked.load(std::memory_order_acquire)) return;
-    st->check_tables();
+    st->check_tables({});
     tables_checked.store(true, std::memory_order_release);
   }
 
@@ -154,7 +155,7 @@ struct queue::impl {
   void quarantine(const detail::claimed_row& row, const std::string& receipt, const std::string& reason) {
     const std::string text = truncate_utf8(reason, 1000);
     try {
-      st->quarantine(opts.name, row.id, receipt, text);
+      st->quarantine(opts.name, row.id, receipt, text, {});
       spool::detail::log().warn("malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})",
                    shown, row.id, text);
     } catch (const std::exception& e) {
@@ -164,10 +165,10 @@ struct queue::impl {
   }
 
   bool release(std::string_view receipt, std::chrono::seconds delay, std::atomic<std::uint64_t>& counter,
-               const char* op) {
+               const char* op, const call_options& call) {
     const std::string id = receipt_id(receipt);
     const std::int64_t d = checked_delay(delay, "delay");
-    const bool matched = run([&] { return st->release(opts.name, id, std::string(receipt), d); });
+    const bool matched = run([&] { return st->release(opts.name, id, std::string(receipt), d, call); });
     if (matched) {
       counter.fetch_add(1, std::memory_order_relaxed);
       if (d == 0) db.impl().wake().raise();
@@ -207,12 +208,12 @@ queue::queue(const queue_config& config, queue_options options) {
 
 queue::~queue() { stop(); }
 
-std::vector<delivered_message> queue::poll(std::size_t max) {
+std::vector<delivered_message> queue::poll(std::size_t max, const call_options& call) {
   if (impl_->is_stopped()) throw impl_->stopped_error();
   if (max == 0) return {};
   auto& s = *impl_;
   const std::string poll_uuid = spool::detail::uuid_v4();
-  auto rows = s.run([&] { return s.st->claim(s.opts.name, poll_uuid, max, s.visibility.count(), s.opts.strict_group_order); });
+  auto rows = s.run([&] { return s.st->claim(s.opts.name, poll_uuid, max, s.visibility.count(), s.opts.strict_group_order, call); });
 
   std::vector<delivered_message> out;
   out.reserve(rows.size());
@@ -250,36 +251,42 @@ std::vector<delivered_message> queue::poll(std::size_t max) {
   return out;
 }
 
-std::vector<delivered_message> queue::poll_wait(std::size_t max, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+std::vector<delivered_message> queue::poll_wait(std::size_t max, std::chrono::milliseconds timeout,
+                                                const call_options& call) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (call.deadline) deadline = std::min(deadline, *call.deadline);
   auto& wake = impl_->db.impl().wake();
   if (impl_->opts.notify) impl_->db.impl().listen("spool_mq");
+  // A cancelled call must not sleep out its poll interval.
+  std::stop_callback on_cancel(call.stop, [&wake] { wake.poke(); });
   for (;;) {
     const auto seen = wake.generation();
-    auto got = poll(max);
+    auto got = poll(max, call);
     if (!got.empty()) return got;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return got;
-    wake.wait_until(seen, std::min(deadline, now + impl_->opts.poll_interval), [&] { return impl_->is_stopped(); });
+    wake.wait_until(seen, std::min(deadline, now + impl_->opts.poll_interval),
+                    [&] { return impl_->is_stopped() || call.stop.stop_requested(); });
     if (impl_->is_stopped()) throw impl_->stopped_error();
+    if (call.stop.stop_requested()) spool::detail::check_call(call, "poll_wait");
   }
 }
 
-void queue::ack(std::string_view receipt, std::string_view /*broker_message_id*/) {
+void queue::ack(std::string_view receipt, std::string_view /*broker_message_id*/, const call_options& call) {
   const std::string id = receipt_id(receipt);
-  if (!impl_->run([&] { return impl_->st->ack(impl_->opts.name, id, std::string(receipt)); })) {
+  if (!impl_->run([&] { return impl_->st->ack(impl_->opts.name, id, std::string(receipt), call); })) {
     throw error(errc::not_found, fmt::format("ack: receipt handle not found: {}", receipt));
   }
   impl_->acked.fetch_add(1, std::memory_order_relaxed);
   impl_->db.impl().wake().raise();
 }
 
-std::vector<ack_status> queue::ack_batch(const std::vector<std::string>& receipts) {
+std::vector<ack_status> queue::ack_batch(const std::vector<std::string>& receipts, const call_options& call) {
   if (receipts.empty()) return {};
   std::vector<std::string> ids;
   ids.reserve(receipts.size());
   for (const auto& r : receipts) ids.push_back(receipt_id(r));
-  const auto deleted = impl_->run([&] { return impl_->st->ack_batch(impl_->opts.name, ids, receipts); });
+  const auto deleted = impl_->run([&] { return impl_->st->ack_batch(impl_->opts.name, ids, receipts, call); });
   std::vector<ack_status> out;
   std::uint64_t n = 0;
   for (bool d : deleted) {
@@ -291,25 +298,28 @@ std::vector<ack_status> queue::ack_batch(const std::vector<std::string>& receipt
   return out;
 }
 
-bool queue::nack(std::string_view receipt, std::chrono::seconds delay) {
-  return impl_->release(receipt, delay, impl_->nacked, "nack");
+bool queue::nack(std::string_view receipt, std::chrono::seconds delay, const call_options& call) {
+  return impl_->release(receipt, delay, impl_->nacked, "nack", call);
 }
 
-bool queue::defer(std::string_view receipt, std::chrono::seconds delay) {
-  return impl_->release(receipt, delay, impl_->deferred, "defer");
+bool queue::defer(std::string_view receipt, std::chrono::seconds delay, const call_options& call) {
+  return impl_->release(receipt, delay, impl_->deferred, "defer", call);
 }
 
-void queue::extend_visibility(std::string_view receipt, std::chrono::seconds window) {
+void queue::extend_visibility(std::string_view receipt, std::chrono::seconds window, const call_options& call) {
   const std::string id = receipt_id(receipt);
   const std::int64_t w = checked_delay(window, "visibility");
-  if (!impl_->run([&] { return impl_->st->extend(impl_->opts.name, id, std::string(receipt), w); })) {
+  if (!impl_->run([&] { return impl_->st->extend(impl_->opts.name, id, std::string(receipt), w, call); })) {
     throw error(errc::not_found, fmt::format("extend_visibility: receipt handle not found: {}", receipt));
   }
 }
 
-publish_result queue::publish(const message& m, std::chrono::seconds delay) { return publish_batch({m}, delay); }
+publish_result queue::publish(const message& m, std::chrono::seconds delay, const call_options& call) {
+  return publish_batch({m}, delay, call);
+}
 
-publish_result queue::publish_batch(const std::vector<message>& batch, std::chrono::seconds delay) {
+publish_result queue::publish_batch(const std::vector<message>& batch, std::chrono::seconds delay,
+                                    const call_options& call) {
   if (impl_->is_stopped()) throw impl_->stopped_error();
   if (batch.empty()) return {};
   const std::int64_t d = checked_delay(delay, "delay");
@@ -317,7 +327,7 @@ publish_result queue::publish_batch(const std::vector<message>& batch, std::chro
   std::vector<const message*> msgs;
   for (const auto& m : batch) msgs.push_back(&m);
   const auto rows = encode_rows(queues, msgs, impl_->opts.max_payload_bytes);
-  const auto inserted = impl_->run([&] { return impl_->st->insert(rows, d); });
+  const auto inserted = impl_->run([&] { return impl_->st->insert(rows, d, call); });
   return to_result(rows, inserted);
 }
 
@@ -381,8 +391,8 @@ publish_result insert_batch(sqlite::tx& tx, const std::vector<batch_row>& rows, 
   });
 }
 
-queue_metrics queue::metrics() {
-  const auto c = impl_->run([&] { return impl_->st->metrics(impl_->opts.name); });
+queue_metrics queue::metrics(const call_options& call) {
+  const auto c = impl_->run([&] { return impl_->st->metrics(impl_->opts.name, call); });
   return {impl_->opts.name, c.pending, c.in_flight, c.delayed, c.expired, counters()};
 }
 
@@ -390,11 +400,11 @@ queue_counters queue::counters() const {
   return {impl_->opts.name, impl_->polled.load(), impl_->acked.load(), impl_->nacked.load(), impl_->deferred.load()};
 }
 
-std::vector<failed_message> queue::failed(std::size_t limit) {
-  return impl_->run([&] { return impl_->st->failed(impl_->opts.name, limit); });
+std::vector<failed_message> queue::failed(std::size_t limit, const call_options& call) {
+  return impl_->run([&] { return impl_->st->failed(impl_->opts.name, limit, call); });
 }
 
-redrive_result queue::redrive(const redrive_options& options) {
+redrive_result queue::redrive(const redrive_options& options, const call_options& call) {
   std::string actor = options.actor;
   if (actor.empty()) {
     const passwd* pw = getpwuid(geteuid());
@@ -402,7 +412,7 @@ redrive_result queue::redrive(const redrive_options& options) {
   }
   const std::string reason = options.reason.empty() ? "redrive" : options.reason;
   const auto moved =
-      impl_->run([&] { return impl_->st->redrive(impl_->opts.name, options.ids, actor, reason, options.dry_run); });
+      impl_->run([&] { return impl_->st->redrive(impl_->opts.name, options.ids, actor, reason, options.dry_run, call); });
   redrive_result out;
   for (const auto& [id, ok] : moved) (ok ? out.redriven : out.conflicts).push_back(id);
   for (const auto& id : options.ids) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "spool/call_options.hpp"
 #include "spool/mq/queue.hpp"
 
 namespace spool::detail {
@@ -48,31 +49,31 @@ class store {
  public:
   virtual ~store() = default;
   // invalid_state (schema_version_mismatch) naming a missing table.
-  virtual void check_tables() = 0;
+  virtual void check_tables(const call_options& c) = 0;
   virtual std::vector<claimed_row> claim(const std::string& queue, const std::string& poll_uuid, std::size_t max,
-                                         std::int64_t visibility_s, bool strict_group_order) = 0;
+                                         std::int64_t visibility_s, bool strict_group_order, const call_options& c) = 0;
   // Moves one claimed row to the failed table; false when the row was gone.
   virtual bool quarantine(const std::string& queue, const std::string& id, const std::string& receipt,
-                          const std::string& reason) = 0;
-  virtual bool ack(const std::string& queue, const std::string& id, const std::string& receipt) = 0;
+                          const std::string& reason, const call_options& c) = 0;
+  virtual bool ack(const std::string& queue, const std::string& id, const std::string& receipt, const call_options& c) = 0;
   virtual bool release(const std::string& queue, const std::string& id, const std::string& receipt,
-                       std::int64_t delay_s) = 0;
+                       std::int64_t delay_s, const call_options& c) = 0;
   virtual bool extend(const std::string& queue, const std::string& id, const std::string& receipt,
-                      std::int64_t window_s) = 0;
+                      std::int64_t window_s, const call_options& c) = 0;
   // Per input position: true when that receipt deleted a row.
   virtual std::vector<bool> ack_batch(const std::string& queue, const std::vector<std::string>& ids,
-                                      const std::vector<std::string>& receipts) = 0;
+                                      const std::vector<std::string>& receipts, const call_options& c) = 0;
   // Auto-committed batch insert; per row: true when inserted.
-  virtual std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) = 0;
-  virtual counts metrics(const std::string& queue) = 0;
-  virtual std::vector<failed_message> failed(const std::string& queue, std::size_t limit) = 0;
+  virtual std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s, const call_options& c) = 0;
+  virtual counts metrics(const std::string& queue, const call_options& c) = 0;
+  virtual std::vector<failed_message> failed(const std::string& queue, std::size_t limit, const call_options& c) = 0;
   virtual bool healthy() = 0;
   // Redrive (§7.3): per candidate id, true when it moved (or, with dry_run,
   // would move), false for a conflict with a live row. ids empty = all.
   virtual std::vector<std::pair<std::string, bool>> redrive(const std::string& queue,
                                                             const std::vector<std::string>& ids,
                                                             const std::string& actor, const std::string& reason,
-                                                            bool dry_run) = 0;
+                                                            bool dry_run, const call_options& c) = 0;
 };
 
 // schema: validated schema name or empty (current_schema()).
@@ -82,9 +83,10 @@ std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db);
 
 // Transactional inserts on a caller's connection (never commit).
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
-                                  const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify);
+                                  const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify,
+                                  const call_options& c = {});
 std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const std::vector<encoded_row>& rows,
-                                std::int64_t delay_s);
+                                std::int64_t delay_s, const call_options& c = {});
 
 // Replaces {{s}} with the quoted schema and a dot (or nothing) in embedded SQL.
 std::string render_sql(std::string_view path, const std::string& schema);

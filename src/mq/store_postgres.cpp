@@ -44,11 +44,11 @@ class postgres_store final : public store {
     }
   }
 
-  void check_tables() override {
+  void check_tables(const call_options& c) override {
     const std::string prefix = schema_.empty() ? "" : spool::detail::quote_identifier(schema_) + ".";
-    auto conn = db_.pg_pool().acquire();
+    auto conn = db_.pg_pool().acquire(c);
     const auto rows = conn->query(spool::detail::embedded_sql("postgres/mq/queries/check_tables.sql"),
-                                  {prefix + "queue_messages", prefix + "queue_messages_failed"}, intent::read);
+                                  {prefix + "queue_messages", prefix + "queue_messages_failed"}, intent::read, c);
     const char* names[] = {"queue_messages", "queue_messages_failed"};
     for (int i = 0; i < 2; ++i) {
       if (rows.at(0).at(i) != "t") {
@@ -62,12 +62,12 @@ class postgres_store final : public store {
   }
 
   std::vector<claimed_row> claim(const std::string& queue, const std::string& poll_uuid, std::size_t max,
-                                 std::int64_t visibility_s, bool strict) override {
-    auto conn = db_.pg_pool().acquire();
+                                 std::int64_t visibility_s, bool strict, const call_options& c) override {
+    auto conn = db_.pg_pool().acquire(c);
     const auto rows = conn->query(sql_.at("claim"),
                                   {queue, poll_uuid, static_cast<std::int64_t>(max), visibility_s,
                                    std::string(strict ? "true" : "false")},
-                                  intent::write);
+                                  intent::write, c);
     std::vector<claimed_row> out;
     out.reserve(rows.size());
     for (const auto& r : rows) {
@@ -77,34 +77,34 @@ class postgres_store final : public store {
   }
 
   bool quarantine(const std::string& queue, const std::string& id, const std::string& receipt,
-                  const std::string& reason) override {
-    auto conn = db_.pg_pool().acquire();
-    auto res = conn->exec(sql_.at("quarantine"), {queue, id, receipt, reason}, intent::write);
+                  const std::string& reason, const call_options& c) override {
+    auto conn = db_.pg_pool().acquire(c);
+    auto res = conn->exec(sql_.at("quarantine"), {queue, id, receipt, reason}, intent::write, c);
     return affected(res.get()) > 0;
   }
 
-  bool ack(const std::string& queue, const std::string& id, const std::string& receipt) override {
-    return run_affecting("ack", {queue, id, receipt}, &queue);
+  bool ack(const std::string& queue, const std::string& id, const std::string& receipt, const call_options& c) override {
+    return run_affecting("ack", {queue, id, receipt}, c, &queue);
   }
   bool release(const std::string& queue, const std::string& id, const std::string& receipt,
-               std::int64_t delay_s) override {
+               std::int64_t delay_s, const call_options& c) override {
     // Only a zero delay can unblock rows right now (I10).
-    return run_affecting("release", {queue, id, receipt, delay_s}, delay_s == 0 ? &queue : nullptr);
+    return run_affecting("release", {queue, id, receipt, delay_s}, c, delay_s == 0 ? &queue : nullptr);
   }
   bool extend(const std::string& queue, const std::string& id, const std::string& receipt,
-              std::int64_t window_s) override {
-    return run_affecting("extend", {queue, id, receipt, window_s});
+              std::int64_t window_s, const call_options& c) override {
+    return run_affecting("extend", {queue, id, receipt, window_s}, c);
   }
 
   std::vector<bool> ack_batch(const std::string& queue, const std::vector<std::string>& ids,
-                              const std::vector<std::string>& receipts) override {
+                              const std::vector<std::string>& receipts, const call_options& c) override {
     std::vector<const std::string*> id_ptrs, receipt_ptrs;
     for (const auto& s : ids) id_ptrs.push_back(&s);
     for (const auto& s : receipts) receipt_ptrs.push_back(&s);
-    auto conn = db_.pg_pool().acquire();
+    auto conn = db_.pg_pool().acquire(c);
     const auto rows = pg::detail::rows_of(
         write(*conn, sql_.at("ack_batch"),
-              {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)}, {queue})
+              {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)}, {queue}, c)
             .get());
     std::unordered_map<std::string, bool> deleted;
     for (const auto& r : rows) deleted[*r[0]] = true;
@@ -119,23 +119,23 @@ class postgres_store final : public store {
     return out;
   }
 
-  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) override {
-    auto conn = db_.pg_pool().acquire();
-    auto out = postgres_insert(*conn, schema_, rows, delay_s, notify_);
+  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s, const call_options& c) override {
+    auto conn = db_.pg_pool().acquire(c);
+    auto out = postgres_insert(*conn, schema_, rows, delay_s, notify_, c);
     db_.wake().raise();
     return out;
   }
 
-  counts metrics(const std::string& queue) override {
-    auto conn = db_.pg_pool().acquire();
-    const auto rows = conn->query(sql_.at("metrics"), {queue}, intent::read);
+  counts metrics(const std::string& queue, const call_options& c) override {
+    auto conn = db_.pg_pool().acquire(c);
+    const auto rows = conn->query(sql_.at("metrics"), {queue}, intent::read, c);
     const auto& r = rows.at(0);
     return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3])};
   }
 
-  std::vector<failed_message> failed(const std::string& queue, std::size_t limit) override {
-    auto conn = db_.pg_pool().acquire();
-    const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, intent::read);
+  std::vector<failed_message> failed(const std::string& queue, std::size_t limit, const call_options& c) override {
+    auto conn = db_.pg_pool().acquire(c);
+    const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, intent::read, c);
     std::vector<failed_message> out;
     for (const auto& r : rows) {
       out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
@@ -156,13 +156,13 @@ class postgres_store final : public store {
 
   std::vector<std::pair<std::string, bool>> redrive(const std::string& queue, const std::vector<std::string>& ids,
                                                     const std::string& actor, const std::string& reason,
-                                                    bool dry_run) override {
+                                                    bool dry_run, const call_options& c) override {
     std::vector<const std::string*> id_ptrs;
     for (const auto& s : ids) id_ptrs.push_back(&s);
     const param id_array = ids.empty() ? param(nullptr) : param(pg::detail::text_array(id_ptrs));
-    auto conn = db_.pg_pool().acquire();
-    const auto rows = dry_run ? conn->query(sql_.at("redrive_preview"), {queue, id_array}, intent::read)
-                              : conn->query(sql_.at("redrive"), {queue, id_array, actor, reason}, intent::write);
+    auto conn = db_.pg_pool().acquire(c);
+    const auto rows = dry_run ? conn->query(sql_.at("redrive_preview"), {queue, id_array}, intent::read, c)
+                              : conn->query(sql_.at("redrive"), {queue, id_array, actor, reason}, intent::write, c);
     std::vector<std::pair<std::string, bool>> out;
     for (const auto& r : rows) out.emplace_back(*r[0], r[1] == "t");
     if (!dry_run) db_.wake().raise();
@@ -174,22 +174,23 @@ class postgres_store final : public store {
     const char* n = PQcmdTuples(const_cast<PGresult*>(res));
     return (n && *n) ? std::stoll(n) : 0;
   }
-  bool run_affecting(const char* name, const std::vector<param>& params, const std::string* notify_queue = nullptr) {
-    auto conn = db_.pg_pool().acquire();
+  bool run_affecting(const char* name, const std::vector<param>& params, const call_options& c,
+                     const std::string* notify_queue = nullptr) {
+    auto conn = db_.pg_pool().acquire(c);
     std::vector<std::string> queues;
     if (notify_queue != nullptr) queues.push_back(*notify_queue);
-    return affected(write(*conn, sql_.at(name), params, queues).get()) > 0;
+    return affected(write(*conn, sql_.at(name), params, queues, c).get()) > 0;
   }
 
   // With notify on, runs the statement and a NOTIFY per queue in one
   // pipelined round trip, one implicit transaction, so the notification is
   // delivered only if the write commits (I10).
   pg::detail::result_ptr write(pg::detail::connection& conn, const std::string& sql, const std::vector<param>& params,
-                               const std::vector<std::string>& notify_queues) {
-    if (!notify_ || notify_queues.empty()) return conn.exec(sql, params, intent::write);
+                               const std::vector<std::string>& notify_queues, const call_options& c) {
+    if (!notify_ || notify_queues.empty()) return conn.exec(sql, params, intent::write, c);
     std::vector<pg::detail::connection::statement> batch{{sql, params}};
     for (const auto& q : notify_queues) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
-    return std::move(conn.pipeline(batch, intent::write).front());
+    return std::move(conn.pipeline(batch, intent::write, c).front());
   }
 
   spool::detail::database_impl& db_;
@@ -201,7 +202,8 @@ class postgres_store final : public store {
 }  // namespace
 
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
-                                  const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify) {
+                                  const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify,
+                                  const call_options& c) {
   std::vector<const std::string*> queues, ids, groups, payloads;
   queues.reserve(rows.size());
   for (const auto& r : rows) {
@@ -215,7 +217,7 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
                             pg::detail::text_array(groups), pg::detail::text_array(payloads), delay_s};
   std::vector<row> inserted;
   if (!notify) {
-    inserted = conn.query(sql, params, intent::write);
+    inserted = conn.query(sql, params, intent::write, c);
   } else {
     // One NOTIFY per queue written, in the same transaction as the insert:
     // the caller's, or one pipelined implicit transaction.
@@ -226,10 +228,10 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
     }
     for (const auto& q : notified) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
     if (conn.in_transaction()) {
-      inserted = conn.query(batch[0].sql, batch[0].params, intent::write);
-      for (std::size_t i = 1; i < batch.size(); ++i) conn.exec(batch[i].sql, batch[i].params, intent::write);
+      inserted = conn.query(batch[0].sql, batch[0].params, intent::write, c);
+      for (std::size_t i = 1; i < batch.size(); ++i) conn.exec(batch[i].sql, batch[i].params, intent::write, c);
     } else {
-      inserted = pg::detail::rows_of(conn.pipeline(batch, intent::write).front().get());
+      inserted = pg::detail::rows_of(conn.pipeline(batch, intent::write, c).front().get());
     }
   }
   // Map the inserted (queue, id) keys back to the first input position that

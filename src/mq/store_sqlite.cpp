@@ -37,9 +37,9 @@ class sqlite_store final : public store {
     }
   }
 
-  void check_tables() override {
-    auto conn = db_.sqlite_pool().acquire();
-    const auto rows = conn->query(sql_.at("check_tables"), {});
+  void check_tables(const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
+    const auto rows = conn->query(sql_.at("check_tables"), {}, c);
     if (to_i64(rows.at(0).at(0)) != 2) {
       throw error(errc::invalid_state,
                   fmt::format("tables queue_messages and queue_messages_failed are missing in {}; run `spool "
@@ -50,8 +50,8 @@ class sqlite_store final : public store {
   }
 
   std::vector<claimed_row> claim(const std::string& queue, const std::string& poll_uuid, std::size_t max,
-                                 std::int64_t visibility_s, bool strict) override {
-    auto conn = db_.sqlite_pool().acquire();
+                                 std::int64_t visibility_s, bool strict, const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
     immediate_tx tx(*conn);
     const auto rows = conn->query(sql_.at("claim"), {queue, poll_uuid, static_cast<std::int64_t>(max), visibility_s,
                                                      std::int64_t{strict ? 1 : 0}, now_s()});
@@ -63,60 +63,60 @@ class sqlite_store final : public store {
   }
 
   bool quarantine(const std::string& queue, const std::string& id, const std::string& receipt,
-                  const std::string& reason) override {
-    auto conn = db_.sqlite_pool().acquire();
+                  const std::string& reason, const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
     immediate_tx tx(*conn);
-    conn->query(sql_.at("quarantine_insert"), {queue, id, receipt, reason, now_s()});
-    conn->query(sql_.at("quarantine_delete"), {queue, id, receipt});
+    conn->query(sql_.at("quarantine_insert"), {queue, id, receipt, reason, now_s()}, c);
+    conn->query(sql_.at("quarantine_delete"), {queue, id, receipt}, c);
     const bool moved = conn->changes() > 0;
     tx.commit();
     return moved;
   }
 
-  bool ack(const std::string& queue, const std::string& id, const std::string& receipt) override {
-    return run_affecting("ack", {queue, id, receipt});
+  bool ack(const std::string& queue, const std::string& id, const std::string& receipt, const call_options& c) override {
+    return run_affecting("ack", {queue, id, receipt}, c);
   }
   bool release(const std::string& queue, const std::string& id, const std::string& receipt,
-               std::int64_t delay_s) override {
-    return run_affecting("release", {queue, id, receipt, delay_s, now_s()});
+               std::int64_t delay_s, const call_options& c) override {
+    return run_affecting("release", {queue, id, receipt, delay_s, now_s()}, c);
   }
   bool extend(const std::string& queue, const std::string& id, const std::string& receipt,
-              std::int64_t window_s) override {
-    return run_affecting("extend", {queue, id, receipt, window_s, now_s()});
+              std::int64_t window_s, const call_options& c) override {
+    return run_affecting("extend", {queue, id, receipt, window_s, now_s()}, c);
   }
 
   std::vector<bool> ack_batch(const std::string& queue, const std::vector<std::string>& ids,
-                              const std::vector<std::string>& receipts) override {
-    auto conn = db_.sqlite_pool().acquire();
+                              const std::vector<std::string>& receipts, const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
     immediate_tx tx(*conn);
     std::vector<bool> out(ids.size(), false);
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      conn->query(sql_.at("ack"), {queue, ids[i], receipts[i]});
+      conn->query(sql_.at("ack"), {queue, ids[i], receipts[i]}, c);
       out[i] = conn->changes() > 0;
     }
     tx.commit();
     return out;
   }
 
-  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s) override {
-    auto conn = db_.sqlite_pool().acquire();
+  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s, const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
     immediate_tx tx(*conn);
-    auto out = sqlite_insert(*conn, rows, delay_s);
+    auto out = sqlite_insert(*conn, rows, delay_s, c);
     tx.commit();
     db_.wake().raise();
     return out;
   }
 
-  counts metrics(const std::string& queue) override {
-    auto conn = db_.sqlite_pool().acquire();
-    const auto rows = conn->query(sql_.at("metrics"), {queue, now_s()});
+  counts metrics(const std::string& queue, const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
+    const auto rows = conn->query(sql_.at("metrics"), {queue, now_s()}, c);
     const auto& r = rows.at(0);
     return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3])};
   }
 
-  std::vector<failed_message> failed(const std::string& queue, std::size_t limit) override {
-    auto conn = db_.sqlite_pool().acquire();
-    const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)});
+  std::vector<failed_message> failed(const std::string& queue, std::size_t limit, const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
+    const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, c);
     std::vector<failed_message> out;
     for (const auto& r : rows) {
       out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
@@ -136,23 +136,23 @@ class sqlite_store final : public store {
 
   std::vector<std::pair<std::string, bool>> redrive(const std::string& queue, const std::vector<std::string>& ids,
                                                     const std::string& actor, const std::string& reason,
-                                                    bool dry_run) override {
-    auto conn = db_.sqlite_pool().acquire();
+                                                    bool dry_run, const call_options& c) override {
+    auto conn = db_.sqlite_pool().acquire(c);
     immediate_tx tx(*conn);
     const std::int64_t now = now_s();
     std::vector<std::pair<std::string, bool>> out;
-    for (const auto& r : conn->query(sql_.at("redrive_candidates"), {queue})) {
+    for (const auto& r : conn->query(sql_.at("redrive_candidates"), {queue}, c)) {
       const std::string& id = *r[0];
       if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
       if (dry_run) {
         out.emplace_back(id, r[1] == "1");
         continue;
       }
-      conn->query(sql_.at("redrive_move"), {queue, id, now});
+      conn->query(sql_.at("redrive_move"), {queue, id, now}, c);
       const bool moved = conn->changes() > 0;
       if (moved) {
-        conn->query(sql_.at("redrive_audit"), {queue, id, actor, reason, now});
-        conn->query(sql_.at("redrive_delete"), {queue, id});
+        conn->query(sql_.at("redrive_audit"), {queue, id, actor, reason, now}, c);
+        conn->query(sql_.at("redrive_delete"), {queue, id}, c);
       }
       out.emplace_back(id, moved);
     }
@@ -162,9 +162,9 @@ class sqlite_store final : public store {
   }
 
  private:
-  bool run_affecting(const char* name, const std::vector<param>& params) {
-    auto conn = db_.sqlite_pool().acquire();
-    conn->query(sql_.at(name), params);
+  bool run_affecting(const char* name, const std::vector<param>& params, const call_options& c) {
+    auto conn = db_.sqlite_pool().acquire(c);
+    conn->query(sql_.at(name), params, c);
     return conn->changes() > 0;
   }
 
@@ -175,13 +175,13 @@ class sqlite_store final : public store {
 }  // namespace
 
 std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const std::vector<encoded_row>& rows,
-                                std::int64_t delay_s) {
+                                std::int64_t delay_s, const call_options& c) {
   const auto sql = q("publish");
   const std::int64_t now = now_s();
   std::vector<bool> out(rows.size(), false);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    conn.query(sql, {*r.queue_name, r.id, r.group ? param(*r.group) : param(nullptr), r.payload, delay_s, now});
+    conn.query(sql, {*r.queue_name, r.id, r.group ? param(*r.group) : param(nullptr), r.payload, delay_s, now}, c);
     out[i] = conn.changes() > 0;
   }
   return out;

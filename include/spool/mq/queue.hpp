@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "spool/call_options.hpp"
 #include "spool/database.hpp"
 #include "spool/mq/message.hpp"
 
@@ -146,29 +147,34 @@ class queue {
 
   // Claims up to max messages (§5.1); quarantines poison rows (§5.2).
   // Errors: stopped, invalid_state (tables missing), unavailable, in_doubt.
-  [[nodiscard]] std::vector<delivered_message> poll(std::size_t max);
+  [[nodiscard]] std::vector<delivered_message> poll(std::size_t max, const call_options& call = {});
   // poll, and when nothing was claimed wait for a publish in this process, the
   // poll interval, timeout or stop, then poll again; empty at the timeout.
-  [[nodiscard]] std::vector<delivered_message> poll_wait(std::size_t max, std::chrono::milliseconds timeout);
+  [[nodiscard]] std::vector<delivered_message> poll_wait(std::size_t max, std::chrono::milliseconds timeout,
+                                                       const call_options& call = {});
 
   // Deletes the claimed row (§5.3). Errors: not_found (stale or unknown
   // receipt), invalid_argument (malformed receipt), stopped, unavailable, in_doubt.
-  void ack(std::string_view receipt, std::string_view broker_message_id = {});
+  void ack(std::string_view receipt, std::string_view broker_message_id = {}, const call_options& call = {});
   // Acks many receipts in one statement (I8); per receipt acked or not_found.
-  [[nodiscard]] std::vector<ack_status> ack_batch(const std::vector<std::string>& receipts);
+  [[nodiscard]] std::vector<ack_status> ack_batch(const std::vector<std::string>& receipts,
+                                                const call_options& call = {});
   // Releases the claim, visible again after delay (§5.4). false when no row
   // held the receipt. nack counts a failure, defer does not.
-  bool nack(std::string_view receipt, std::chrono::seconds delay = std::chrono::seconds{0});
-  bool defer(std::string_view receipt, std::chrono::seconds delay = std::chrono::seconds{0});
+  bool nack(std::string_view receipt, std::chrono::seconds delay = std::chrono::seconds{0}, const call_options& call = {});
+  bool defer(std::string_view receipt, std::chrono::seconds delay = std::chrono::seconds{0},
+             const call_options& call = {});
   // Moves the claim's window to now + window, keeping the receipt (I9).
   // Errors: not_found, invalid_argument.
-  void extend_visibility(std::string_view receipt, std::chrono::seconds window);
+  void extend_visibility(std::string_view receipt, std::chrono::seconds window, const call_options& call = {});
 
   // Publishes in one auto-committed statement (§5.5). An empty id gets a
   // UUIDv7. Errors: invalid_argument (encoding, payload size; nothing
   // inserted), stopped, unavailable, in_doubt (retrying with the ids is safe).
-  publish_result publish(const message& m, std::chrono::seconds delay = std::chrono::seconds{0});
-  publish_result publish_batch(const std::vector<message>& batch, std::chrono::seconds delay = std::chrono::seconds{0});
+  publish_result publish(const message& m, std::chrono::seconds delay = std::chrono::seconds{0},
+                         const call_options& call = {});
+  publish_result publish_batch(const std::vector<message>& batch, std::chrono::seconds delay = std::chrono::seconds{0},
+                               const call_options& call = {});
   // The same inside the caller's transaction; never commits.
   publish_result publish(pg::tx& tx, const message& m, std::chrono::seconds delay = std::chrono::seconds{0});
   publish_result publish_batch(pg::tx& tx, const std::vector<message>& batch,
@@ -178,19 +184,23 @@ class queue {
                                std::chrono::seconds delay = std::chrono::seconds{0});
 
   // Counts over the queue in one statement (§5.7).
-  [[nodiscard]] queue_metrics metrics();
+  [[nodiscard]] queue_metrics metrics(const call_options& call = {});
   // Process-local totals, without database access.
   [[nodiscard]] queue_counters counters() const;
   // Quarantined rows of this queue (payloads included: they may hold secrets).
-  [[nodiscard]] std::vector<failed_message> failed(std::size_t limit = 100);
+  [[nodiscard]] std::vector<failed_message> failed(std::size_t limit = 100, const call_options& call = {});
   // Moves quarantined rows back in one transaction, audited in
   // spool_mq_redrive_log. Errors: stopped, invalid_state, unavailable, in_doubt.
-  redrive_result redrive(const redrive_options& options = {});
+  redrive_result redrive(const redrive_options& options = {}, const call_options& call = {});
   // A trivial statement with a 2 s timeout; false on failure or after stop.
   [[nodiscard]] bool healthy();
   [[nodiscard]] bool honours_delayed_return() const noexcept { return true; }
   [[nodiscard]] const std::string& identifier() const noexcept;
   [[nodiscard]] std::chrono::seconds visibility_timeout() const noexcept;
+
+  // Every database operation takes optional call_options (deadline, stop
+  // token): limits that end a call before its statement is sent raise
+  // `unavailable` (deadline_exceeded / cancelled); after a write was sent, `in_doubt`.
 
   // Stops: wakes poll_wait, waits for running calls, then every database
   // operation raises `stopped`. Idempotent; thread-safe.

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <poll.h>
+
+#include <algorithm>
 #include <charconv>
 
+#include "common/call_guard.hpp"
 #include "spool/error.hpp"
 
 namespace spool::pg::detail {
@@ -79,11 +83,15 @@ struct text_params {
   std::vector<const char*> ptrs;
 };
 
-result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what) {
+result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what,
+                            const call_options& limits) {
   if (!healthy()) {
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
   }
   const text_params p(params);
+  if (limits.limited()) {
+    return exec_limited(std::string(sql), static_cast<int>(params.size()), p.ptrs.data(), what, limits);
+  }
   result_ptr res(exec_prepared(std::string(sql), static_cast<int>(params.size()), p.ptrs.data()));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return res;
@@ -93,19 +101,79 @@ result_ptr connection::exec(std::string_view sql, const std::vector<param>& para
 PGresult* connection::exec_prepared(const std::string& sql, int n, const char* const* values) {
   // Ad-hoc statements (an application's tx.exec) beyond the cache's bound run
   // unnamed, so a long-lived connection cannot accumulate statements forever.
-  constexpr std::size_t max_prepared = 64;
-  auto it = prepared_.find(sql);
-  if (it == prepared_.end()) {
-    if (prepared_.size() >= max_prepared) return PQexecParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
-    std::string name = "spool_" + std::to_string(prepared_.size());
-    result_ptr prep(PQprepare(conn_, name.c_str(), sql.c_str(), n, nullptr));
-    if (!prep || PQresultStatus(prep.get()) != PGRES_COMMAND_OK) return prep.release();
-    it = prepared_.emplace(sql, std::move(name)).first;
-  }
-  return PQexecPrepared(conn_, it->second.c_str(), n, values, nullptr, nullptr, 0);
+  const std::string* name = prepare_cached(sql, n, intent::read);
+  if (name == nullptr) return PQexecParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
+  return PQexecPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0);
 }
 
-std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what) {
+const std::string* connection::prepare_cached(const std::string& sql, int n, intent what) {
+  constexpr std::size_t max_prepared = 64;
+  auto it = prepared_.find(sql);
+  if (it != prepared_.end()) return &it->second;
+  if (prepared_.size() >= max_prepared) return nullptr;
+  std::string name = "spool_" + std::to_string(prepared_.size());
+  result_ptr prep(PQprepare(conn_, name.c_str(), sql.c_str(), n, nullptr));
+  if (!prep || PQresultStatus(prep.get()) != PGRES_COMMAND_OK) throw_error(conn_, prep.get(), intent::read, "prepare");
+  (void)what;
+  return &prepared_.emplace(sql, std::move(name)).first->second;
+}
+
+result_ptr connection::exec_limited(const std::string& sql, int n, const char* const* values, intent what,
+                                    const call_options& limits) {
+  spool::detail::check_call(limits, "statement");
+  const std::string* name = prepare_cached(sql, n, what);
+  const int sent = name ? PQsendQueryPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0)
+                        : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
+  if (sent != 1) throw_error(conn_, nullptr, intent::read, "send");
+  // Wait in short slices: a stop_token has no descriptor to poll.
+  std::string_view cancelled_for;
+  while (PQisBusy(conn_) != 0) {
+    if (cancelled_for.empty()) {
+      if (const std::string_view why = spool::detail::interruption(limits); !why.empty()) {
+        cancelled_for = why;
+        if (PGcancel* c = PQgetCancel(conn_)) {
+          char err[256];
+          PQcancel(c, err, sizeof err);
+          PQfreeCancel(c);
+        }
+      }
+    }
+    int slice_ms = 100;
+    if (limits.deadline && cancelled_for.empty()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*limits.deadline -
+                                                                              std::chrono::steady_clock::now());
+      slice_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 100));
+    }
+    pollfd pfd{PQsocket(conn_), POLLIN, 0};
+    ::poll(&pfd, 1, slice_ms);
+    if (PQconsumeInput(conn_) == 0) break;  // connection lost: reported below
+  }
+  result_ptr res;
+  while (PGresult* r = PQgetResult(conn_)) {
+    if (!res) {
+      res.reset(r);
+    } else {
+      PQclear(r);
+    }
+  }
+  const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return res;  // finished before the cancel
+  const char* state = res ? PQresultErrorField(res.get(), PG_DIAG_SQLSTATE) : nullptr;
+  if (!cancelled_for.empty() && state != nullptr && std::string_view(state) == "57014") {
+    const std::string reason(cancelled_for);
+    if (what == intent::write) {
+      throw error(errc::in_doubt,
+                  fmt::format("statement cancelled ({}) after it was sent; its outcome is unknown", reason), reason,
+                  state);
+    }
+    throw error(errc::unavailable, fmt::format("statement cancelled ({})", reason), reason, state);
+  }
+  throw_error(conn_, res.get(), what, "statement");
+}
+
+std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what,
+                                             const call_options& limits) {
+  spool::detail::check_call(limits, "pipeline");
   if (!healthy()) {
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
   }
@@ -154,8 +222,9 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   return results;
 }
 
-std::vector<row> connection::query(std::string_view sql, const std::vector<param>& params, intent what) {
-  return rows_of(exec(sql, params, what).get());
+std::vector<row> connection::query(std::string_view sql, const std::vector<param>& params, intent what,
+                                   const call_options& limits) {
+  return rows_of(exec(sql, params, what, limits).get());
 }
 
 void connection::exec_script(const std::string& sql) {

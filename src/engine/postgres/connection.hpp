@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "spool/call_options.hpp"
 #include "spool/database.hpp"
 
 namespace spool::pg::detail {
@@ -42,9 +43,13 @@ class connection {
 
   // Runs one statement with text parameters; returns the result on success,
   // throws spool::error otherwise.
-  result_ptr exec(std::string_view sql, const std::vector<param>& params, intent what);
+  // With limits, the statement is sent asynchronously and cancelled when the
+  // deadline passes or the stop token fires (see spool::call_options).
+  result_ptr exec(std::string_view sql, const std::vector<param>& params, intent what,
+                  const call_options& limits = {});
   // exec, then every row as text.
-  std::vector<row> query(std::string_view sql, const std::vector<param>& params, intent what);
+  std::vector<row> query(std::string_view sql, const std::vector<param>& params, intent what,
+                         const call_options& limits = {});
   // Sends every statement in one round trip (libpq pipeline mode) as one
   // implicit transaction: all of them take effect or none. Returns each
   // statement's result; throws for the first failure.
@@ -52,7 +57,8 @@ class connection {
     std::string_view sql;
     std::vector<param> params;
   };
-  std::vector<result_ptr> pipeline(const std::vector<statement>& statements, intent what);
+  std::vector<result_ptr> pipeline(const std::vector<statement>& statements, intent what,
+                                   const call_options& limits = {});
   // Simple-query protocol, for migrations (several statements, no parameters).
   void exec_script(const std::string& sql);
 
@@ -60,6 +66,12 @@ class connection {
   // Runs sql as a named prepared statement, preparing it on first use, so
   // the hot statements are parsed and planned once per connection.
   PGresult* exec_prepared(const std::string& sql, int n, const char* const* values);
+  // The prepared statement's name (preparing it now), or nullptr when the
+  // cache is full. Throws when preparing fails.
+  const std::string* prepare_cached(const std::string& sql, int n, intent what);
+  // Sends without blocking and waits, cancelling the statement at the limit.
+  result_ptr exec_limited(const std::string& sql, int n, const char* const* values, intent what,
+                          const call_options& limits);
 
   PGconn* conn_ = nullptr;
   bool owned_ = true;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include "common/call_guard.hpp"
 #include "spool/error.hpp"
 
 namespace spool::sqlite::detail {
@@ -76,7 +77,22 @@ void connection::fail(int rc, std::string_view context) const {
   return stmt;
 }
 
-std::vector<row> connection::query(std::string_view sql, const std::vector<param>& params) {
+std::vector<row> connection::query(std::string_view sql, const std::vector<param>& params,
+                                   const call_options& limits) {
+  struct progress_guard {
+    ::sqlite3* db;
+    bool on;
+    ~progress_guard() {
+      if (on) sqlite3_progress_handler(db, 0, nullptr, nullptr);
+    }
+  } progress{db_, limits.limited()};
+  if (progress.on) {
+    spool::detail::check_call(limits, "statement");
+    sqlite3_progress_handler(
+        db_, 1000,
+        [](void* ctx) -> int { return *spool::detail::interruption(*static_cast<const call_options*>(ctx)) ? 1 : 0; },
+        const_cast<call_options*>(&limits));
+  }
   sqlite3_stmt* stmt = prepare(sql);
   // Reset even when a step throws, so the cached statement is reusable.
   struct resetter {
@@ -110,6 +126,11 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
   for (;;) {
     const int rc = sqlite3_step(stmt);
     if (rc == SQLITE_DONE) break;
+    if (rc == SQLITE_INTERRUPT && progress.on) {
+      const std::string why = spool::detail::interruption(limits);
+      throw error(errc::unavailable, fmt::format("statement interrupted ({}); SQLite undid it", why),
+                  why.empty() ? "cancelled" : why);
+    }
     if (rc != SQLITE_ROW) fail(rc, "step");
     row r;
     r.reserve(static_cast<std::size_t>(cols));

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "spool/call_options.hpp"
 #include "spool/database.hpp"
 
 struct sqlite3;
@@ -35,7 +36,9 @@ class connection {
   // Runs one statement (cached prepared) with bound parameters; returns rows
   // as text. Errors: unavailable (busy/locked), invalid_state (missing table),
   // database_error.
-  std::vector<row> query(std::string_view sql, const std::vector<param>& params);
+  // With limits, a statement still running at the deadline or stop is
+  // interrupted: SQLite undoes it, so that is `unavailable` (nothing done).
+  std::vector<row> query(std::string_view sql, const std::vector<param>& params, const call_options& limits = {});
   // Rows changed by the last statement.
   [[nodiscard]] long long changes() const noexcept;
   // Runs SQL text that may hold several statements (migrations), uncached.
