@@ -148,13 +148,13 @@ TEST_F(mq_postgres, rows_a_legacy_producer_inserts_drain_and_spool_rows_decode_u
   pg_exec(uri_,
           "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
           "created_at, receive_count) VALUES "
-          "('go-1', 'legacy', NULL, NULL, extract(epoch from now())::bigint, "
+          "('go-1', 'legacy', NULL, NULL, floor(extract(epoch from now()))::bigint, "
           "'{\"id\":\"go-1\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"https://x/a?b=1\\u0026c=\\u003cd\\u003e\"}', "
-          "extract(epoch from now())::bigint, 0),"
-          "('go-2', 'legacy', 'grp', NULL, extract(epoch from now())::bigint, "
+          "floor(extract(epoch from now()))::bigint, 0),"
+          "('go-2', 'legacy', 'grp', NULL, floor(extract(epoch from now()))::bigint, "
           "'{\"id\":\"go-2\",\"poolCode\":\"P\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"t\\u2028\","
           "\"messageGroupId\":\"grp\",\"highPriority\":true,\"dispatchMode\":\"IMMEDIATE\"}', "
-          "extract(epoch from now())::bigint, 0)");
+          "floor(extract(epoch from now()))::bigint, 0)");
   mq::queue q(*db_, {.name = "legacy"});
   auto got = q.poll(10);
   ASSERT_EQ(got.size(), 2u);
