@@ -11,10 +11,13 @@
 namespace spool {
 
 struct migrate_options {
-  // Components to migrate; empty means all ("mq" is the only one so far).
+  // Components to migrate ("mq", "ops"); empty means all.
   std::vector<std::string> components;
   // PostgreSQL schema for the tables; empty means current_schema().
   std::string schema;
+  // The op queue's table (op-queue.md §2.1); empty means "ops_queue". At most
+  // 41 bytes of [a-z0-9_]; index names follow it (idx_<table>_…).
+  std::string ops_table;
 };
 
 struct applied_migration {
@@ -26,7 +29,8 @@ struct applied_migration {
 // Applies every pending version of the selected components and returns what
 // it applied (empty when up to date). Errors: invalid_argument (unknown
 // component, invalid schema name), unavailable (lock not obtained within 60 s),
-// invalid_state (migration_checksum_mismatch), database_error.
+// invalid_state (migration_checksum_mismatch; malformed_row when the SQLite
+// ops/3 step meets a timestamp in no known form), database_error.
 std::vector<applied_migration> migrate(database& db, const migrate_options& options = {});
 
 // The same versions as plain SQL for one engine, without connecting, for

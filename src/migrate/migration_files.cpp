@@ -34,7 +34,7 @@ std::string sql_literal(std::string_view s) {
 }  // namespace
 
 const std::vector<std::string>& all_components() {
-  static const std::vector<std::string> components = {"mq"};
+  static const std::vector<std::string> components = {"mq", "ops"};
   return components;
 }
 
@@ -90,10 +90,18 @@ std::vector<std::string> split_statements(const std::string& sql) {
   return out;
 }
 
-std::string render_template(std::string sql, const std::string& schema) {
+std::string ops_table_or_default(const std::string& ops_table) {
+  return ops_table.empty() ? std::string("ops_queue") : ops_table;
+}
+
+std::string render_template(std::string sql, const std::string& schema, const std::string& ops_table) {
   const std::string s = schema.empty() ? "" : quote_identifier(schema) + ".";
   const std::string name = schema.empty() ? "current_schema()" : sql_literal(schema);
-  for (const auto& [key, value] : {std::pair<std::string, std::string>{"{{s}}", s}, {"{{schema_name}}", name}}) {
+  const std::string table = ops_table_or_default(ops_table);
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"{{s}}", s},
+                                   {"{{schema_name}}", name},
+                                   {"{{ops}}", quote_identifier(table)},
+                                   {"{{ops_raw}}", table}}) {
     for (std::size_t pos = 0; (pos = sql.find(key, pos)) != std::string::npos; pos += value.size()) {
       sql.replace(pos, key.size(), value);
     }
@@ -101,12 +109,14 @@ std::string render_template(std::string sql, const std::string& schema) {
   return sql;
 }
 
-std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema) {
+std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema,
+                              const std::string& ops_table) {
   static const std::pair<const char*, const char*> tables[] = {{"mq", "queue_messages"}};
   std::string table = component;
   for (const auto& [c, t] : tables) {
     if (component == c) table = t;
   }
+  if (component == "ops") table = ops_table_or_default(ops_table);
   if (kind == engine::sqlite) return sql_literal("main." + table);
   if (schema.empty()) return fmt::format("current_schema() || {}", sql_literal("." + table));
   return sql_literal(schema + "." + table);

@@ -28,11 +28,18 @@ const std::vector<std::string>& all_components();
 // Splits a no-transaction section into statements (each ends with ';' at a line end).
 std::vector<std::string> split_statements(const std::string& sql);
 
-// Fills {{s}} (quoted schema and a dot, or nothing) and {{schema_name}} (the
-// schema as an SQL value, or current_schema()).
-std::string render_template(std::string sql, const std::string& schema);
+// Fills {{s}} (quoted schema and a dot, or nothing), {{schema_name}} (the
+// schema as an SQL value, or current_schema()), {{ops}} (the quoted op-queue
+// table) and {{ops_raw}} (its validated name, inside quoted index names).
+// ops_table must already be validated; empty means "ops_queue".
+std::string render_template(std::string sql, const std::string& schema, const std::string& ops_table = {});
 
-// The qualified table a component's ledger rows name, as an SQL expression.
-std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema);
+// The qualified table a component's ledger rows name, as an SQL expression
+// (ops: the configured table, default ops_queue).
+std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema,
+                              const std::string& ops_table = {});
+
+// The op-queue table's name: ops_table, or "ops_queue" when empty.
+[[nodiscard]] std::string ops_table_or_default(const std::string& ops_table);
 
 }  // namespace spool::detail

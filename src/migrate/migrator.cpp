@@ -2,8 +2,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <fmt/ranges.h>
+
 #include <chrono>
 #include <map>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "common/log.hpp"
@@ -29,32 +33,41 @@ std::vector<std::string> selected_components(const migrate_options& o) {
   for (const auto& c : o.components) {
     const auto& all = detail::all_components();
     if (std::find(all.begin(), all.end(), c) == all.end()) {
-      throw error(errc::invalid_argument, fmt::format("unknown component \"{}\" (known: mq)", c));
+      throw error(errc::invalid_argument,
+                  fmt::format("unknown component \"{}\" (known: {})", c, fmt::join(all, ", ")));
     }
   }
   return o.components;
 }
 
-std::string ledger_insert(engine kind, const migration_file& m, const std::string& schema) {
+void validate_options(const migrate_options& o) {
+  if (!o.schema.empty()) detail::validate_identifier("schema", o.schema);
+  // idx_<table>_running_heartbeat must fit PostgreSQL's 63-byte names.
+  if (!o.ops_table.empty()) detail::validate_identifier("ops_table", o.ops_table, 41);
+}
+
+std::string ledger_insert(engine kind, const migration_file& m, const std::string& schema,
+                          const std::string& ops_table) {
   const std::string applied =
       kind == engine::postgres ? "now()" : "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)";
   return detail::render_template(
       fmt::format("INSERT INTO {{{{s}}}}spool_schema_migrations (component, target, version, checksum, applied_at) "
                   "VALUES ('{}', {}, {}, '{}', {}) ON CONFLICT DO NOTHING;\n",
-                  m.component, detail::ledger_target_sql(kind, m.component, schema), m.version, m.checksum, applied),
-      schema);
+                  m.component, detail::ledger_target_sql(kind, m.component, schema, ops_table), m.version, m.checksum,
+                  applied),
+      schema, ops_table);
 }
 
 // Versions already recorded, by version → checksum.
 template <class Query>
 std::map<int, std::string> applied_versions(Query&& query, engine kind, const std::string& component,
-                                            const std::string& schema) {
+                                            const std::string& schema, const std::string& ops_table) {
   std::map<int, std::string> out;
   for (const auto& r : query(detail::render_template(
            fmt::format("SELECT version, checksum FROM {{{{s}}}}spool_schema_migrations WHERE component = '{}' AND "
                        "target = {}",
-                       component, detail::ledger_target_sql(kind, component, schema)),
-           schema))) {
+                       component, detail::ledger_target_sql(kind, component, schema, ops_table)),
+           schema, ops_table))) {
     out[std::stoi(*r[0])] = *r[1];
   }
   return out;
@@ -116,13 +129,14 @@ void pg_drop_invalid(pg::detail::connection& c, const migration_file& m, const s
   }
 }
 
-void pg_apply(pg::detail::connection& c, const migration_file& m, const std::string& schema) {
-  const std::string up = detail::render_template(m.up, schema);
+void pg_apply(pg::detail::connection& c, const migration_file& m, const std::string& schema,
+              const std::string& ops_table) {
+  const std::string up = detail::render_template(m.up, schema, ops_table);
   if (m.transactional) {
     c.exec_script("BEGIN");
     try {
       c.exec_script(up);
-      c.exec_script(ledger_insert(engine::postgres, m, schema));
+      c.exec_script(ledger_insert(engine::postgres, m, schema, ops_table));
       c.exec_script("COMMIT");
     } catch (...) {
       if (c.healthy()) c.exec_script("ROLLBACK");
@@ -132,11 +146,11 @@ void pg_apply(pg::detail::connection& c, const migration_file& m, const std::str
   }
   pg_drop_invalid(c, m, schema);
   for (const auto& stmt : detail::split_statements(up)) c.exec_script(stmt);
-  c.exec_script(ledger_insert(engine::postgres, m, schema));
+  c.exec_script(ledger_insert(engine::postgres, m, schema, ops_table));
 }
 
 std::vector<applied_migration> migrate_postgres(detail::database_impl& db, const std::vector<std::string>& components,
-                                                const std::string& configured_schema) {
+                                                const std::string& configured_schema, const std::string& ops_table) {
   pg_migration_session session(db);
   auto& c = session.conn();
   std::string schema = configured_schema;
@@ -158,13 +172,13 @@ std::vector<applied_migration> migrate_postgres(detail::database_impl& db, const
     std::map<int, std::string> applied;
     if (has_ledger) {
       applied = applied_versions([&](const std::string& sql) { return c.query(sql, {}, intent::read); },
-                                 engine::postgres, component, schema);
+                                 engine::postgres, component, schema, ops_table);
     }
     check_checksums(files, applied);
     for (const auto& m : files) {
       if (applied.count(m.version)) continue;
       spool::detail::log().info("applying {}/{} ({}) to schema {}", component, m.version, m.name, schema);
-      pg_apply(c, m, schema);
+      pg_apply(c, m, schema, ops_table);
       done.push_back({component, m.version, m.name});
     }
   }
@@ -173,7 +187,62 @@ std::vector<applied_migration> migrate_postgres(detail::database_impl& db, const
 
 // ---- SQLite ----
 
-std::vector<applied_migration> migrate_sqlite(detail::database_impl& db, const std::vector<std::string>& components) {
+// Runs an Up section. SQLite has no ADD COLUMN IF NOT EXISTS, so a statement
+// after a line "-- spool:if-column-missing TABLE COLUMN" runs only when TABLE
+// lacks COLUMN; everything else runs as written.
+void sqlite_run_up(sqlite::detail::connection& conn, const std::string& up) {
+  constexpr std::string_view directive = "-- spool:if-column-missing ";
+  if (up.find(directive) == std::string::npos) {
+    conn.exec_script(up);
+    return;
+  }
+  std::istringstream in(up);
+  std::string line, chunk;
+  bool conditional = false, skip = false;
+  while (std::getline(in, line)) {
+    if (line.rfind(directive, 0) == 0) {
+      if (!chunk.empty()) conn.exec_script(chunk);
+      chunk.clear();
+      std::istringstream args(line.substr(directive.size()));
+      std::string table, column;
+      args >> table >> column;
+      skip = !conn.query("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", {table, column}).empty();
+      conditional = true;
+      continue;
+    }
+    chunk += line + "\n";
+    const auto end = line.find_last_not_of(" \t\r");
+    if (conditional && end != std::string::npos && line[end] == ';' && line.rfind("--", 0) != 0) {
+      if (!skip) conn.exec_script(chunk);
+      chunk.clear();
+      conditional = skip = false;
+    }
+  }
+  if (!chunk.empty() && !skip) conn.exec_script(chunk);
+}
+
+// The SQLite ops/3 step fails on a timestamp in no known form through the
+// CHECK constraint spool_malformed_row; name the op and the column.
+[[noreturn]] void rethrow_malformed_row(sqlite::detail::connection& conn, const migration_file& m,
+                                        const std::string& ops_table) {
+  std::string what = "a timestamp in no known form";
+  try {
+    const auto r = conn.query("SELECT id, col, CAST(v AS TEXT) FROM temp.spool_ops_times WHERE c IS NULL LIMIT 1", {});
+    if (!r.empty()) {
+      what = fmt::format("op \"{}\" holds {} = \"{}\", a timestamp in no known form", r[0][0].value_or(""),
+                         r[0][1].value_or(""), r[0][2].value_or("NULL"));
+    }
+  } catch (const error&) {
+  }
+  throw error(errc::invalid_state,
+              fmt::format("migration {}/{} ({}) of table {}: {}; fix or delete the row and run `spool migrate` again "
+                          "(nothing was changed)",
+                          m.component, m.version, m.name, detail::ops_table_or_default(ops_table), what),
+              "malformed_row");
+}
+
+std::vector<applied_migration> migrate_sqlite(detail::database_impl& db, const std::vector<std::string>& components,
+                                              const std::string& ops_table) {
   auto conn = db.sqlite_pool().acquire();
   sqlite::detail::immediate_tx tx(*conn);  // the migration lock on SQLite
   std::vector<applied_migration> done;
@@ -185,14 +254,21 @@ std::vector<applied_migration> migrate_sqlite(detail::database_impl& db, const s
     std::map<int, std::string> applied;
     if (has_ledger) {
       applied = applied_versions([&](const std::string& sql) { return conn->query(sql, {}); }, engine::sqlite,
-                                 component, "");
+                                 component, "", ops_table);
     }
     check_checksums(files, applied);
     for (const auto& m : files) {
       if (applied.count(m.version)) continue;
       spool::detail::log().info("applying {}/{} ({})", component, m.version, m.name);
-      conn->exec_script(m.up);
-      conn->exec_script(ledger_insert(engine::sqlite, m, ""));
+      try {
+        sqlite_run_up(*conn, detail::render_template(m.up, "", ops_table));
+      } catch (const error& e) {
+        if (std::string_view(e.what()).find("spool_malformed_row") != std::string_view::npos) {
+          rethrow_malformed_row(*conn, m, ops_table);
+        }
+        throw;
+      }
+      conn->exec_script(ledger_insert(engine::sqlite, m, "", ops_table));
       done.push_back({component, m.version, m.name});
     }
   }
@@ -203,14 +279,14 @@ std::vector<applied_migration> migrate_sqlite(detail::database_impl& db, const s
 }  // namespace
 
 std::vector<applied_migration> migrate(database& db, const migrate_options& options) {
-  if (!options.schema.empty()) detail::validate_identifier("schema", options.schema);
+  validate_options(options);
   const auto components = selected_components(options);
-  if (db.kind() == engine::postgres) return migrate_postgres(db.impl(), components, options.schema);
-  return migrate_sqlite(db.impl(), components);
+  if (db.kind() == engine::postgres) return migrate_postgres(db.impl(), components, options.schema, options.ops_table);
+  return migrate_sqlite(db.impl(), components, options.ops_table);
 }
 
 std::string migration_script(engine kind, const migrate_options& options) {
-  if (!options.schema.empty()) detail::validate_identifier("schema", options.schema);
+  validate_options(options);
   const std::string schema = kind == engine::postgres ? options.schema : "";
   std::string out = fmt::format("-- Spool migrations for {} (generated by `spool migrate --print`).\n",
                                 kind == engine::postgres ? "PostgreSQL" : "SQLite");
@@ -221,8 +297,8 @@ std::string migration_script(engine kind, const migrate_options& options) {
     for (const auto& m : detail::migration_files(kind, component)) {
       out += fmt::format("\n-- {}/{} ({}) checksum {}\n", component, m.version, m.name, m.checksum);
       if (m.transactional) out += kind == engine::postgres ? "BEGIN;\n" : "BEGIN IMMEDIATE;\n";
-      out += detail::render_template(m.up, schema);
-      out += ledger_insert(kind, m, schema);
+      out += detail::render_template(m.up, schema, options.ops_table);
+      out += ledger_insert(kind, m, schema, options.ops_table);
       if (m.transactional) out += "COMMIT;\n";
     }
   }
@@ -248,26 +324,27 @@ void revert_migration(database& db, const std::string& component_version, bool c
     throw error(errc::invalid_argument,
                 fmt::format("reverting {} may destroy data; confirm with --confirm-data-loss", component_version));
   }
-  if (!options.schema.empty()) detail::validate_identifier("schema", options.schema);
+  validate_options(options);
   const auto files = detail::migration_files(db.kind(), component);
   auto it = std::find_if(files.begin(), files.end(), [&](const auto& m) { return m.version == version; });
   if (it == files.end()) throw error(errc::invalid_argument, fmt::format("no migration {}", component_version));
   const std::string del = fmt::format(
       "DELETE FROM {{{{s}}}}spool_schema_migrations WHERE component = '{}' AND version = {} AND target = {}",
-      component, version, detail::ledger_target_sql(db.kind(), component, options.schema));
+      component, version, detail::ledger_target_sql(db.kind(), component, options.schema, options.ops_table));
   if (db.kind() == engine::postgres) {
     pg_migration_session session(db.impl());
     auto& c = session.conn();
     // The ledger may be dropped by the Down section itself (version 1).
-    c.exec_script(detail::render_template(del, options.schema));
-    for (const auto& stmt : detail::split_statements(detail::render_template(it->down, options.schema))) {
+    c.exec_script(detail::render_template(del, options.schema, options.ops_table));
+    for (const auto& stmt :
+         detail::split_statements(detail::render_template(it->down, options.schema, options.ops_table))) {
       c.exec_script(stmt);
     }
   } else {
     auto conn = db.impl().sqlite_pool().acquire();
     sqlite::detail::immediate_tx tx(*conn);
-    conn->exec_script(detail::render_template(del, ""));
-    conn->exec_script(it->down);
+    conn->exec_script(detail::render_template(del, "", options.ops_table));
+    conn->exec_script(detail::render_template(it->down, "", options.ops_table));
     tx.commit();
   }
 }

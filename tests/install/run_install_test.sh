@@ -86,6 +86,8 @@ cmake --build "$CONSUMER_BUILD" -j "$JOBS" || fail "find_package(spool) consumer
 # LD_LIBRARY_PATH as well as CMake's build RPATH, in case the RPATH is ever turned off.
 LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$CONSUMER_BUILD/app" ||
   fail "find_package(spool) consumer ran but failed"
+LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$CONSUMER_BUILD/native" ||
+  fail "spool::pg_native consumer ran but failed"
 
 step "consumer via pkg-config"
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
