@@ -126,9 +126,9 @@ TEST(mq_config, the_wire_form_is_camel_case_with_aliases_and_both_visibility_def
   const auto j = nlohmann::json::parse(mq::queue_config{.queue_name = "n", .queue_uri = "u"}.to_json());
   EXPECT_EQ(j.size(), 4u);
   for (const char* key : {"queueName", "queueUri", "connections", "visibilityTimeout"}) EXPECT_TRUE(j.contains(key));
-  EXPECT_SPOOL_ERROR(mq::queue_config::from_json(R"({"connections":"many"})"), errc::invalid_argument);
-  EXPECT_SPOOL_ERROR(mq::queue_config::from_json(R"({"visibilityTimeout":-1})"), errc::invalid_argument);
-  EXPECT_SPOOL_ERROR(mq::queue_config::from_json(R"({"visibilityTimeout":4294967296})"), errc::invalid_argument);
+  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"connections":"many"})"), errc::invalid_argument);
+  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":-1})"), errc::invalid_argument);
+  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":4294967296})"), errc::invalid_argument);
 }
 
 TEST(mq_config, a_code_built_queue_with_zero_visibility_uses_thirty_seconds) {

@@ -15,6 +15,7 @@
 #include "spool/error.hpp"
 #include "spool/migrate.hpp"
 #include "spool/mq/queue.hpp"
+#include "support/expect_error.hpp"
 #include "support/test_db.hpp"
 
 namespace spool::test {
@@ -22,17 +23,6 @@ namespace spool::test {
 inline std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-// Asserts that stmt throws spool::error with the given code.
-#define EXPECT_SPOOL_ERROR(stmt, expected_code)                                                    \
-  do {                                                                                            \
-    try {                                                                                         \
-      stmt;                                                                                       \
-      ADD_FAILURE() << "expected spool::error " << spool::to_string(expected_code) << ", got none"; \
-    } catch (const spool::error& e) {                                                             \
-      EXPECT_EQ(e.code(), expected_code) << e.what();                                             \
-    }                                                                                             \
-  } while (0)
 
 class mq_conformance : public ::testing::TestWithParam<engine> {
  protected:

@@ -17,21 +17,12 @@
 #include "spool/mq/queue.hpp"
 #include "spool/pg_native.hpp"
 #include "mq/store.hpp"
+#include "support/expect_error.hpp"
 #include "support/test_db.hpp"
 
 namespace spool::test {
 
 using namespace std::chrono_literals;
-
-#define EXPECT_SPOOL_ERROR(stmt, expected_code)                                                      \
-  do {                                                                                              \
-    try {                                                                                           \
-      stmt;                                                                                         \
-      ADD_FAILURE() << "expected spool::error " << spool::to_string(expected_code) << ", got none"; \
-    } catch (const spool::error& e) {                                                               \
-      EXPECT_EQ(e.code(), expected_code) << e.what();                                               \
-    }                                                                                               \
-  } while (0)
 
 class mq_postgres : public ::testing::Test {
  protected:
