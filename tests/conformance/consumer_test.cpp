@@ -1,0 +1,86 @@
+// The consumer runtime behind `spool mq work` (message-queue.md §5.9).
+#include <mutex>
+#include <set>
+
+#include "conformance/mq_fixture.hpp"
+#include "spool/mq/consumer.hpp"
+
+namespace spool::test {
+
+using namespace std::chrono_literals;
+using mq_consumer = mq_conformance;
+
+TEST(mq_consumer_backoff, the_retry_delay_doubles_per_receive_up_to_its_cap) {
+  EXPECT_EQ(mq::consumer::backoff(1, 900s), 1s);
+  EXPECT_EQ(mq::consumer::backoff(2, 900s), 2s);
+  EXPECT_EQ(mq::consumer::backoff(5, 900s), 16s);
+  EXPECT_EQ(mq::consumer::backoff(11, 900s), 900s);
+  EXPECT_EQ(mq::consumer::backoff(1000, 900s), 900s);
+}
+
+TEST_P(mq_consumer, handled_messages_are_acked_and_failed_ones_nacked_and_redelivered) {
+  auto q = make_queue({.visibility_timeout = 30s, .poll_interval = 100ms});
+  q->publish_batch({msg("ok-1"), msg("ok-2"), msg("flaky")});
+  std::mutex mutex;
+  std::multiset<std::string> seen;
+  mq::consumer c(
+      *q,
+      [&](const mq::delivered_message& d) {
+        {
+          std::lock_guard lock(mutex);
+          seen.insert(d.broker_message_id);
+        }
+        if (d.broker_message_id == "flaky" && d.receive_count == 1) throw std::runtime_error("transient");
+      },
+      {.concurrency = 2, .idle_wait = 200ms, .retry_jitter = 0});
+  c.start();
+  for (int i = 0; i < 100 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
+  c.stop();
+  EXPECT_EQ(count("queue_messages"), 0);
+  EXPECT_EQ(seen.count("flaky"), 2u);  // nacked with a 1 s delay, then acked
+  EXPECT_EQ(seen.count("ok-1"), 1u);
+  const auto s = c.stats();
+  EXPECT_EQ(s.acked, 3u);
+  EXPECT_EQ(s.nacked, 1u);
+}
+
+TEST_P(mq_consumer, a_long_handler_keeps_its_claim_by_extending_it) {
+  auto q = make_queue({.visibility_timeout = 3s, .poll_interval = 100ms});
+  q->publish(msg("slow"));
+  std::atomic<int> runs{0};
+  mq::consumer c(
+      *q,
+      [&](const mq::delivered_message&) {
+        ++runs;
+        std::this_thread::sleep_for(4500ms);  // longer than the 3 s window
+      },
+      {.concurrency = 2, .idle_wait = 200ms});
+  c.start();
+  for (int i = 0; i < 100 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
+  c.stop();
+  EXPECT_EQ(runs.load(), 1);  // the second worker never got it: the claim was extended
+  EXPECT_EQ(count("queue_messages"), 0);
+}
+
+TEST_P(mq_consumer, stop_lets_a_running_handler_finish_and_records_its_outcome) {
+  auto q = make_queue({.poll_interval = 100ms});
+  q->publish(msg("in-flight"));
+  std::atomic<bool> entered{false};
+  mq::consumer c(
+      *q,
+      [&](const mq::delivered_message&) {
+        entered = true;
+        std::this_thread::sleep_for(800ms);
+      },
+      {.concurrency = 1, .idle_wait = 200ms});
+  c.start();
+  while (!entered) std::this_thread::sleep_for(10ms);
+  c.stop();  // returns after the handler finished and its ack was recorded
+  EXPECT_EQ(c.stats().acked, 1u);
+  EXPECT_EQ(count("queue_messages"), 0);
+  EXPECT_SPOOL_ERROR(c.start(), errc::invalid_state);
+}
+
+SPOOL_BOTH_ENGINES(mq_consumer);
+
+}  // namespace spool::test
