@@ -11,13 +11,17 @@
 namespace spool {
 
 struct migrate_options {
-  // Components to migrate ("mq", "ops"); empty means all.
+  // Components to migrate ("mq", "ops", "outbox"); empty means all.
   std::vector<std::string> components;
   // PostgreSQL schema for the tables; empty means current_schema().
   std::string schema;
   // The op queue's table (op-queue.md §2.1); empty means "ops_queue". At most
   // 41 bytes of [a-z0-9_]; index names follow it (idx_<table>_…).
   std::string ops_table;
+  // The outbox's tables (outbox.md §3.1); empty means "outbox_messages" and
+  // "<outbox_table>_replay_audit". The table at most 50 bytes of [a-z0-9_].
+  std::string outbox_table;
+  std::string outbox_audit_table;
 };
 
 struct applied_migration {

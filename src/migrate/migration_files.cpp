@@ -34,7 +34,7 @@ std::string sql_literal(std::string_view s) {
 }  // namespace
 
 const std::vector<std::string>& all_components() {
-  static const std::vector<std::string> components = {"mq", "ops"};
+  static const std::vector<std::string> components = {"mq", "ops", "outbox"};
   return components;
 }
 
@@ -90,6 +90,26 @@ std::vector<std::string> split_statements(const std::string& sql) {
   return out;
 }
 
+namespace {
+thread_local outbox_names current_outbox_names;
+}
+
+outbox_names outbox_names_of(const std::string& table, const std::string& audit_table) {
+  outbox_names n;
+  if (!table.empty()) {
+    validate_identifier("outbox table", table, 50);  // derived names add up to 13 bytes
+    n.table = table;
+  }
+  n.audit_table = audit_table.empty() ? n.table + "_replay_audit" : audit_table;
+  if (!audit_table.empty()) validate_identifier("outbox audit_table", audit_table);
+  return n;
+}
+
+scoped_outbox_names::scoped_outbox_names(outbox_names names) : previous_(std::move(current_outbox_names)) {
+  current_outbox_names = std::move(names);
+}
+scoped_outbox_names::~scoped_outbox_names() { current_outbox_names = std::move(previous_); }
+
 std::string ops_table_or_default(const std::string& ops_table) {
   return ops_table.empty() ? std::string("ops_queue") : ops_table;
 }
@@ -101,7 +121,10 @@ std::string render_template(std::string sql, const std::string& schema, const st
   for (const auto& [key, value] : {std::pair<std::string, std::string>{"{{s}}", s},
                                    {"{{schema_name}}", name},
                                    {"{{ops}}", quote_identifier(table)},
-                                   {"{{ops_raw}}", table}}) {
+                                   {"{{ops_raw}}", table},
+                                   {"{{outbox}}", quote_identifier(current_outbox_names.table)},
+                                   {"{{outbox_raw}}", current_outbox_names.table},
+                                   {"{{outbox_audit}}", quote_identifier(current_outbox_names.audit_table)}}) {
     for (std::size_t pos = 0; (pos = sql.find(key, pos)) != std::string::npos; pos += value.size()) {
       sql.replace(pos, key.size(), value);
     }
@@ -117,6 +140,7 @@ std::string ledger_target_sql(engine kind, const std::string& component, const s
     if (component == c) table = t;
   }
   if (component == "ops") table = ops_table_or_default(ops_table);
+  if (component == "outbox") table = current_outbox_names.table;
   if (kind == engine::sqlite) return sql_literal("main." + table);
   if (schema.empty()) return fmt::format("current_schema() || {}", sql_literal("." + table));
   return sql_literal(schema + "." + table);

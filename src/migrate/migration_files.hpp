@@ -6,6 +6,11 @@
 #include <vector>
 
 #include "spool/database.hpp"
+#include "spool/migrate.hpp"
+
+namespace spool::sqlite::detail {
+class connection;
+}
 
 namespace spool::detail {
 
@@ -41,5 +46,31 @@ std::string ledger_target_sql(engine kind, const std::string& component, const s
 
 // The op-queue table's name: ops_table, or "ops_queue" when empty.
 [[nodiscard]] std::string ops_table_or_default(const std::string& ops_table);
+
+// The outbox's table names for templates ({{outbox}}, {{outbox_raw}},
+// {{outbox_audit}}) and its ledger target. Set for the current thread by the
+// migrator's entry points for the duration of one call, so the templates of
+// every component render from one options value.
+struct outbox_names {
+  std::string table = "outbox_messages";
+  std::string audit_table = "outbox_messages_replay_audit";
+};
+// Validates options.outbox_table / outbox_audit_table (invalid_identifier)
+// and fills the defaults.
+[[nodiscard]] outbox_names outbox_names_of(const std::string& table, const std::string& audit_table);
+class scoped_outbox_names {
+ public:
+  explicit scoped_outbox_names(outbox_names names);
+  ~scoped_outbox_names();
+  scoped_outbox_names(const scoped_outbox_names&) = delete;
+  scoped_outbox_names& operator=(const scoped_outbox_names&) = delete;
+
+ private:
+  outbox_names previous_;
+};
+
+// spool::migrate on one SQLite connection (an adopted handle), under BEGIN IMMEDIATE.
+std::vector<applied_migration> migrate_sqlite_connection(sqlite::detail::connection& conn,
+                                                         const migrate_options& options);
 
 }  // namespace spool::detail

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "spool/call_options.hpp"
 #include "spool/database.hpp"
 #include "spool/error.hpp"
 #include "spool/migrate.hpp"
@@ -53,6 +54,8 @@ struct queue_options {
   std::string owner;  // lease_owner of claims; empty: "<host>:<pid>:<8 hex>"
   std::size_t max_payload_bytes = 1u << 20;
   std::chrono::seconds default_retry_delay{30};  // plain fail(…, retry = true)
+  // The deadline of a call whose call_options carry none (§4.2).
+  std::chrono::milliseconds call_timeout{30000};
   on_duplicate duplicates = on_duplicate::raise;
 };
 
@@ -122,12 +125,17 @@ class queue {
   queue& operator=(const queue&) = delete;
   ~queue();  // closes
 
+  // Every database call takes call_options (DESIGN.md, Calls): a deadline
+  // (default: now + queue_options::call_timeout) and a stop token. Limits
+  // that end a call before its statement was sent raise `unavailable`
+  // (deadline_exceeded / cancelled); after a write was sent, `in_doubt`.
+
   // ---- enqueue (§4.3) ----
   // Validates and inserts one op (T1) in its own transaction. Errors:
   // invalid_argument (type, id, payload, max_attempts, not_before with
   // delay), already_exists (caller id in use), duplicate (ops::duplicate_op;
   // unless return_existing), stopped, unavailable, in_doubt.
-  enqueue_result enqueue(const new_op& o, const enqueue_options& options = {});
+  enqueue_result enqueue(const new_op& o, const enqueue_options& options = {}, const call_options& call = {});
   // The same in the caller's open transaction; never commits. The NOTIFY (if
   // on) fires at the caller's commit. Errors also transaction_required.
   enqueue_result enqueue(pg::tx& tx, const new_op& o, const enqueue_options& options = {});
@@ -135,7 +143,8 @@ class queue {
   // One result per input, in order, in one transaction. Atomic for validation
   // and database errors (the error names the item's index); dedup collisions
   // are per item (created = false), the first item of the batch winning.
-  std::vector<enqueue_result> enqueue_batch(const std::vector<new_op>& ops, const enqueue_options& options = {});
+  std::vector<enqueue_result> enqueue_batch(const std::vector<new_op>& ops, const enqueue_options& options = {},
+                                            const call_options& call = {});
   std::vector<enqueue_result> enqueue_batch(pg::tx& tx, const std::vector<new_op>& ops,
                                             const enqueue_options& options = {});
   std::vector<enqueue_result> enqueue_batch(sqlite::tx& tx, const std::vector<new_op>& ops,
@@ -148,9 +157,10 @@ class queue {
   // (or a lost race) is an empty optional. On SQLite an idle call takes only a
   // read lock. Errors: invalid_argument (a type or owner), stopped,
   // unavailable, in_doubt.
-  [[nodiscard]] std::optional<op> dequeue(const std::vector<std::string>& types = {}, std::string_view owner = {});
+  [[nodiscard]] std::optional<op> dequeue(const std::vector<std::string>& types = {}, std::string_view owner = {},
+                                          const call_options& call = {});
   // True when an op of one of types (empty: any) is ready now; a read only.
-  [[nodiscard]] bool has_ready(const std::vector<std::string>& types = {});
+  [[nodiscard]] bool has_ready(const std::vector<std::string>& types = {}, const call_options& call = {});
 
   // ---- outcomes, fenced by the lease token (§4.5) ----
   // An empty token means "no token" (ops claimed by filex workers). Errors:
@@ -158,57 +168,62 @@ class queue {
   // (tokenless call on an op that is not running, naming its status),
   // stopped, unavailable, in_doubt. Replaying an ack or a terminal fail with
   // the same token after it was recorded succeeds without change.
-  void ack(std::string_view id, std::string_view token = {});
+  void ack(std::string_view id, std::string_view token = {}, const call_options& call = {});
   // retry = false: failed (T6). retry = true: pending after
   // default_retry_delay (T5), or failed once attempts ≥ max_attempts.
   // Returns the resulting status. message is stored as given, except that
   // invalid UTF-8 becomes U+FFFD and NUL bytes are removed.
-  op_status fail(std::string_view id, std::string_view token, std::string_view message, bool retry);
+  op_status fail(std::string_view id, std::string_view token, std::string_view message, bool retry,
+                 const call_options& call = {});
   // fail with retry at an absolute time (the past means now) …
-  op_status fail(std::string_view id, std::string_view token, std::string_view message, time_point next_run);
+  op_status fail(std::string_view id, std::string_view token, std::string_view message, time_point next_run,
+                 const call_options& call = {});
   // … or after a delay on the database's clock (whole seconds on SQLite, rounded up).
   op_status fail(std::string_view id, std::string_view token, std::string_view message,
-                 std::chrono::microseconds delay);
+                 std::chrono::microseconds delay, const call_options& call = {});
   // Back to pending without consuming the attempt (T7), e.g. on shutdown.
-  void release(std::string_view id, std::string_view token, std::string_view message);
+  void release(std::string_view id, std::string_view token, std::string_view message, const call_options& call = {});
   // heartbeat_at = now (T3).
-  void heartbeat(std::string_view id, std::string_view token);
+  void heartbeat(std::string_view id, std::string_view token, const call_options& call = {});
   // Refreshes many leases in one statement; returns the ones that are gone
   // (not running under that token any more). Errors: stopped, unavailable.
-  [[nodiscard]] std::vector<lease> heartbeat_batch(const std::vector<lease>& leases);
+  [[nodiscard]] std::vector<lease> heartbeat_batch(const std::vector<lease>& leases, const call_options& call = {});
 
   // ---- operator calls (§4.6–§4.8) ----
   // pending → cancelled (T11); returns the op after. Errors: not_found,
   // invalid_state naming the current status.
-  op cancel(std::string_view id);
+  op cancel(std::string_view id, const call_options& call = {});
   // failed → pending (T12); attempts kept unless reset_attempts. Errors:
   // not_found, invalid_state, duplicate (another pending op holds its key).
-  op retry(std::string_view id, bool reset_attempts = false);
+  op retry(std::string_view id, bool reset_attempts = false, const call_options& call = {});
   // Errors: not_found.
-  [[nodiscard]] op get(std::string_view id);
+  [[nodiscard]] op get(std::string_view id, const call_options& call = {});
   // status empty: all (otherwise an exact filter); limit 0 means 100, at most
   // 500; order enqueued_at DESC, id DESC; total from the page's snapshot.
   // Errors: invalid_argument (limit, offset).
-  [[nodiscard]] list_page list(std::string_view status = {}, std::int64_t limit = 0, std::int64_t offset = 0);
+  [[nodiscard]] list_page list(std::string_view status = {}, std::int64_t limit = 0, std::int64_t offset = 0,
+                               const call_options& call = {});
   // Keyset pages in the same order, strictly after cursor (empty: the
   // start). Errors: invalid_argument (limit, malformed cursor).
-  [[nodiscard]] keyset_page list_after(std::string_view status, std::int64_t limit, std::string_view cursor = {});
+  [[nodiscard]] keyset_page list_after(std::string_view status, std::int64_t limit, std::string_view cursor = {},
+                                       const call_options& call = {});
   // Five counts from one snapshot.
-  [[nodiscard]] queue_stats stats();
+  [[nodiscard]] queue_stats stats(const call_options& call = {});
   // Requeues (T10) every running op whose started_at is NULL or ≤ now −
   // older_than (whole seconds on SQLite); returns how many. It ignores
   // heartbeats: on a shared table it takes ops from live workers on other
   // nodes, whose outcome calls then raise lease_lost. The worker pool never
   // calls it. Errors: invalid_argument (negative).
-  std::int64_t recover_orphans(std::chrono::seconds older_than);
+  std::int64_t recover_orphans(std::chrono::seconds older_than, const call_options& call = {});
   // The rescuer's statement (§5.2): running ops with a lease token whose
   // heartbeat_at is older than now − lease_timeout become pending (T8), or
   // failed once the budget is spent (T9). Ops with a fresh heartbeat are
   // never taken. Errors: invalid_argument (not positive).
-  std::vector<rescued_op> rescue_expired(std::chrono::milliseconds lease_timeout);
+  std::vector<rescued_op> rescue_expired(std::chrono::milliseconds lease_timeout, const call_options& call = {});
   // §5.3: running ops without a token (filex claims) whose started_at is NULL
   // or older than older_than are requeued (T10).
-  std::vector<rescued_op> recover_legacy_orphans(std::chrono::milliseconds older_than);
+  std::vector<rescued_op> recover_legacy_orphans(std::chrono::milliseconds older_than,
+                                                 const call_options& call = {});
 
   // ---- wake-ups (§4.9) ----
   // A cheap value that changes after a commit that may have made an op ready:
@@ -236,6 +251,7 @@ class queue {
   struct impl;
 
  private:
+  friend queue open(std::string_view uri, queue_options options, database_options db_options);
   explicit queue(std::unique_ptr<impl> impl);
   std::unique_ptr<impl> impl_;
 };

@@ -1,0 +1,30 @@
+-- Enqueue a batch in one statement (op-queue.md §4.3, T1) over parallel
+-- arrays: $1 ids, $2 types, $3 payloads (JSON object text), $4 priorities,
+-- $5 max_attempts, $6 not_before (NULL: none), $7 delays in µs (NULL: none),
+-- $8 dedup keys (NULL: none); $9 notify, $10 the channel.
+-- Item n gets enqueued_at = now() + (n − 1) µs, so a batch drains first-in
+-- first-out at equal priority; a delay is added to the database's now().
+-- The contract is the conflict target: it names the partial unique index's
+-- predicate, so an item whose key a pending op holds (also an earlier item of
+-- this batch: rows are inserted in input order) is skipped, while an id that
+-- is already taken still raises 23505 and writes nothing.
+-- The NOTIFY (one per distinct type made ready now) is part of the same
+-- statement, so it is sent only if the insert commits.
+WITH ins AS (
+  INSERT INTO {{s}}{{ops}} AS o
+    (id, type, payload, status, priority, attempts, max_attempts, enqueued_at, not_before, dedup_key)
+  SELECT r.id, r.type, r.payload::jsonb, 'pending', r.priority, 0, r.max_attempts,
+         now() + (r.n - 1) * interval '1 microsecond',
+         COALESCE(r.not_before, now() + r.delay_us * interval '1 microsecond'),
+         r.dedup_key
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::bigint[], $8::text[])
+       WITH ORDINALITY AS r(id, type, payload, priority, max_attempts, not_before, delay_us, dedup_key, n)
+  ORDER BY r.n
+  ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status = 'pending' DO NOTHING
+  RETURNING o.id, o.type, o.not_before
+), woken AS (
+  SELECT pg_notify($10::text, d.type)
+  FROM (SELECT DISTINCT type FROM ins WHERE not_before IS NULL OR not_before <= now()) d
+  WHERE $9::boolean
+)
+SELECT id FROM ins WHERE (SELECT count(*) FROM woken) >= 0
