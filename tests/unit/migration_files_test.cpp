@@ -60,4 +60,42 @@ TEST(migration_files, templates_quote_a_configured_schema_and_default_to_current
             "CREATE TABLE t; SELECT current_schema();");
 }
 
+TEST(migration_files, released_ops_migrations_keep_their_checksums) {
+  const std::map<std::string, std::string> pinned = {
+      {"postgres:ops/1", "441eaa8c34fa05fe2c59c17556aec05faefc439cd61f5b0c71c0a4f18e512058"},
+      {"postgres:ops/2", "f49fe0fc79a4da9bdfb7940c1153d9dc56c2c54618a20429b4bc3e3f4a926762"},
+      {"postgres:ops/3", "e0d46bb71fc3f5255c8ef45adbe5c835c8b61556a4fdb44c8923640e03e53312"},
+      {"sqlite:ops/1", "efe1179f765644c293ca713b081ca89ca848041ccfe45f835e077abc479ce840"},
+      {"sqlite:ops/2", "f9fb9bdf4f53070d2680f9d223412d989fd3b9231bf142c7ce667502e48b3c59"},
+      {"sqlite:ops/3", "8525ad018115f513635c71bae4701a76570322aad84e6d6e6fce733f3774a4dc"},
+  };
+  std::size_t seen = 0;
+  for (const auto kind : {engine::postgres, engine::sqlite}) {
+    const auto files = migration_files(kind, "ops");
+    ASSERT_EQ(files.size(), 3u);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const auto& m = files[i];
+      EXPECT_EQ(m.version, static_cast<int>(i) + 1);
+      EXPECT_TRUE(m.transactional) << m.name << ": each ops step runs in one transaction with its ledger row";
+      EXPECT_FALSE(m.up.empty()) << m.name;
+      EXPECT_FALSE(m.down.empty()) << m.name;
+      const std::string key =
+          std::string(kind == engine::postgres ? "postgres" : "sqlite") + ":ops/" + std::to_string(m.version);
+      auto it = pinned.find(key);
+      ASSERT_NE(it, pinned.end()) << key << " is new: pin its checksum here";
+      EXPECT_EQ(m.checksum, it->second) << key << " (" << m.name << ") was edited after release";
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, pinned.size());
+}
+
+TEST(migration_files, ops_templates_quote_the_configured_table_and_name_its_indexes_after_it) {
+  EXPECT_EQ(render_template("CREATE TABLE {{s}}{{ops}}; CREATE INDEX \"idx_{{ops_raw}}_type_status\";", "work", "jobs"),
+            "CREATE TABLE \"work\".\"jobs\"; CREATE INDEX \"idx_jobs_type_status\";");
+  EXPECT_EQ(render_template("{{ops}}", ""), "\"ops_queue\"");
+  EXPECT_EQ(ledger_target_sql(engine::postgres, "ops", "work", "jobs"), "'work.jobs'");
+  EXPECT_EQ(ledger_target_sql(engine::sqlite, "ops", "", ""), "'main.ops_queue'");
+}
+
 }  // namespace spool::detail

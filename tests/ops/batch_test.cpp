@@ -1,0 +1,134 @@
+// op-queue.md §9 scenarios 37 (batch) and 38 (keyset pages and determinism).
+#include <set>
+#include <thread>
+
+#include "ops/ops_fixture.hpp"
+
+namespace spool::test {
+namespace {
+
+class ops_batch : public ops_conformance {};
+
+TEST_P(ops_batch, AThousandOpBatchDrainsInInputOrderAtEqualPriority) {  // §9.37
+  std::vector<ops::new_op> batch;
+  for (int n = 0; n < 1000; ++n) batch.push_back(new_op("bulk", {{"n", n}}));
+  const auto results = q().enqueue_batch(batch);
+  ASSERT_EQ(results.size(), 1000u);
+  for (const auto& r : results) EXPECT_TRUE(r.created);
+  for (int n = 0; n < 1000; ++n) {
+    const auto c = q().dequeue();
+    ASSERT_TRUE(c);
+    ASSERT_EQ(c->payload["n"], n);
+    EXPECT_EQ(c->id, results[static_cast<std::size_t>(n)].id);
+  }
+  EXPECT_FALSE(q().dequeue());
+}
+
+TEST_P(ops_batch, DedupCollisionsInsideTheBatchAndAgainstTheTableAreReportedPerItem) {  // §9.37
+  auto held = new_op("scan");
+  held.dedup_key = "table";
+  const auto holder = q().enqueue(held).id;
+  std::vector<ops::new_op> batch(4, new_op("scan"));
+  batch[0].dedup_key = "batch";
+  batch[1].dedup_key = "batch";  // collides with item 0: the first item wins
+  batch[2].dedup_key = "table";  // collides with the table
+  batch[3].dedup_key = "";
+  const auto r = q().enqueue_batch(batch);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_TRUE(r[0].created);
+  EXPECT_EQ(r[1], (ops::enqueue_result{"", false}));
+  EXPECT_EQ(r[2], (ops::enqueue_result{"", false}));
+  EXPECT_TRUE(r[3].created);
+  const auto existing = q().enqueue_batch(batch, {.duplicates = ops::on_duplicate::return_existing});
+  EXPECT_EQ(existing[0], (ops::enqueue_result{r[0].id, false}));
+  EXPECT_EQ(existing[1], (ops::enqueue_result{r[0].id, false}));
+  EXPECT_EQ(existing[2], (ops::enqueue_result{holder, false}));
+  EXPECT_TRUE(existing[3].created);
+  EXPECT_EQ(q().stats().pending, 4);
+}
+
+TEST_P(ops_batch, ABatchWithOneInvalidOpWritesNothingAndNamesItsIndex) {  // §9.37
+  std::vector<ops::new_op> batch{new_op("a"), new_op("b"), new_op(""), new_op("d")};
+  try {
+    q().enqueue_batch(batch);
+    ADD_FAILURE() << "batch accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("op 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(count(), 0);
+}
+
+TEST_P(ops_batch, ABatchWithATakenIdWritesNothingAndNamesTheItem) {
+  auto taken = new_op("a");
+  taken.id = "taken";
+  q().enqueue(taken);
+  std::vector<ops::new_op> batch{new_op("x"), taken, new_op("y")};
+  try {
+    q().enqueue_batch(batch);
+    ADD_FAILURE() << "batch accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::already_exists);
+    EXPECT_NE(std::string(e.what()).find("taken"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(count(), 1);
+  batch = {new_op("x"), new_op("y")};
+  batch[0].id = batch[1].id = "twice";
+  EXPECT_ERRC(q().enqueue_batch(batch), errc::invalid_argument);
+  EXPECT_EQ(count(), 1);
+}
+
+TEST_P(ops_batch, KeysetPagesSeeEveryOpOnceInDescendingOrderWhileOpsAreInserted) {  // §9.38
+  std::vector<ops::new_op> batch;
+  for (int n = 0; n < 250; ++n) batch.push_back(new_op("page", {{"n", n}}));
+  std::set<std::string> expected;
+  for (const auto& r : q().enqueue_batch(batch)) expected.insert(r.id);
+  std::vector<ops::op> seen;
+  std::string cursor;
+  int pages = 0;
+  do {
+    const auto page = q().list_after("", 100, cursor);
+    for (const auto& o : page.ops) seen.push_back(o);
+    cursor = page.next_cursor;
+    ++pages;
+    if (pages == 1 && !is_pg()) std::this_thread::sleep_for(1100ms);  // newer second on SQLite
+    q().enqueue(new_op("page", {{"n", 1000 + pages}}));                 // inserted while listing
+  } while (!cursor.empty() && pages < 10);
+  std::set<std::string> ids;
+  std::size_t from_batch = 0;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_TRUE(ids.insert(seen[i].id).second) << seen[i].id << " repeated";
+    if (expected.count(seen[i].id)) ++from_batch;
+    if (i > 0) {
+      const auto& a = seen[i - 1];
+      const auto& b = seen[i];
+      EXPECT_TRUE(std::tie(a.enqueued_at, a.id) > std::tie(b.enqueued_at, b.id)) << "order broken at " << i;
+    }
+  }
+  EXPECT_EQ(from_batch, 250u);
+}
+
+TEST_P(ops_batch, AMalformedCursorIsInvalidArgument) {
+  EXPECT_ERRC((void)q().list_after("", 10, "garbage"), errc::invalid_argument);
+  EXPECT_ERRC((void)q().list_after("", 10, "c1.@@.x"), errc::invalid_argument);
+  EXPECT_ERRC((void)q().list_after("", 0, "c1.bm90LWEtdGltZQ.aWQ"), errc::invalid_argument);
+  EXPECT_TRUE(q().list_after("", 0).ops.empty());
+}
+
+TEST_P(ops_batch, OffsetPagesAreDeterministicWithinOneSecond) {
+  std::vector<ops::new_op> batch;
+  for (int n = 0; n < 30; ++n) batch.push_back(new_op("page"));
+  q().enqueue_batch(batch);
+  const auto all = q().list("", 30).ops;
+  std::vector<std::string> paged;
+  for (int off = 0; off < 30; off += 7) {
+    for (const auto& o : q().list("", 7, off).ops) paged.push_back(o.id);
+  }
+  ASSERT_EQ(paged.size(), 30u);
+  for (std::size_t i = 0; i < 30; ++i) EXPECT_EQ(paged[i], all[i].id);
+}
+
+SPOOL_OPS_BOTH_ENGINES(ops_batch);
+
+}  // namespace
+}  // namespace spool::test
