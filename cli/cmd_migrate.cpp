@@ -17,6 +17,7 @@ namespace {
 struct migrate_args {
   std::vector<std::string> components;
   std::string schema;
+  std::string ops_table;
   bool print = false;
   std::string revert;
   bool confirm_data_loss = false;
@@ -27,7 +28,10 @@ std::string_view engine_name(spool::engine kind) {
 }
 
 void run_migrate(cli_context& ctx, const migrate_args& a) {
-  const spool::migrate_options options{.components = a.components, .schema = a.schema};
+  spool::migrate_options options;
+  options.components = a.components;
+  options.schema = a.schema;
+  options.ops_table = a.ops_table;
   // open() validates the URI and picks the engine without connecting, which
   // is what lets --print work with no server reachable.
   auto db = open_database(ctx);
@@ -82,6 +86,7 @@ void add_migrate_command(CLI::App& app, cli_context& ctx) {
                   "Components to migrate, comma-separated (mq, ops, outbox) [default: all]")
       ->delimiter(',');
   cmd->add_option("--schema", args->schema, "PostgreSQL schema for the tables [default: current_schema()]");
+  cmd->add_option("--ops-table", args->ops_table, "The op queue's table (at most 41 bytes of [a-z0-9_]) [default: ops_queue]");
   auto* print =
       cmd->add_flag("--print", args->print,
                     "Print the migrations as plain SQL for the engine --db names, without connecting");

@@ -73,5 +73,7 @@ void add_connection_options(CLI::App& app, cli_context& ctx);
 // subcommands to app; a parsed subcommand stores its work in ctx.action.
 void add_migrate_command(CLI::App& app, cli_context& ctx);
 void add_mq_command(CLI::App& app, cli_context& ctx);
+// `ops` (cmd_ops.cpp): the op queue.
+void add_ops_command(CLI::App& app, cli_context& ctx);
 
 }  // namespace spool::cli
