@@ -5,6 +5,7 @@
 #include <map>
 
 #include "migrate/migration_files.hpp"
+#include "spool/error.hpp"
 
 namespace spool::detail {
 
@@ -58,6 +59,35 @@ TEST(migration_files, templates_quote_a_configured_schema_and_default_to_current
             "CREATE TABLE \"billing\".t; SELECT 'billing';");
   EXPECT_EQ(render_template("CREATE TABLE {{s}}t; SELECT {{schema_name}};", ""),
             "CREATE TABLE t; SELECT current_schema();");
+}
+
+TEST(migration_files, released_outbox_migrations_keep_their_checksums) {
+  const std::map<std::string, std::string> pinned = {
+      {"postgres:outbox/1", "382f63e1b2aedc1720e84d6f71751c154c58d52e2938d2e55cfd1f0ed099587d"},
+      {"sqlite:outbox/1", "f4c8599ca96006474b787e5bab4f89ef88050c0ac7d1b27e6d3350e293b1c868"},
+  };
+  std::size_t seen = 0;
+  for (const auto kind : {engine::postgres, engine::sqlite}) {
+    for (const auto& m : migration_files(kind, "outbox")) {
+      const std::string key =
+          std::string(kind == engine::postgres ? "postgres" : "sqlite") + ":outbox/" + std::to_string(m.version);
+      auto it = pinned.find(key);
+      ASSERT_NE(it, pinned.end()) << key << " is new: pin its checksum here";
+      EXPECT_EQ(m.checksum, it->second) << key << " (" << m.name << ") was edited after release";
+      EXPECT_FALSE(m.up.empty());
+      EXPECT_FALSE(m.down.empty());
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, pinned.size());
+}
+
+TEST(migration_files, outbox_templates_render_the_configured_quoted_tables) {
+  const scoped_outbox_names names(outbox_names_of("order", ""));
+  EXPECT_EQ(render_template("CREATE TABLE {{s}}{{outbox}}; CREATE INDEX \"{{outbox_raw}}_claim_idx\"; {{outbox_audit}}", "billing"),
+            "CREATE TABLE \"billing\".\"order\"; CREATE INDEX \"order_claim_idx\"; \"order_replay_audit\"");
+  EXPECT_EQ(ledger_target_sql(engine::postgres, "outbox", "billing"), "'billing.order'");
+  EXPECT_THROW((void)outbox_names_of(std::string(51, 'a'), ""), spool::error);
 }
 
 TEST(migration_files, released_ops_migrations_keep_their_checksums) {

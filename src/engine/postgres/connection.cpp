@@ -108,6 +108,10 @@ PGresult* connection::exec_prepared(const std::string& sql, int n, const char* c
 
 const std::string* connection::prepare_cached(const std::string& sql, int n, intent what) {
   constexpr std::size_t max_prepared = 64;
+  // A borrowed connection belongs to the application: Spool leaves no named
+  // statements on it (another wrapper of the same PGconn would collide with
+  // them), so its statements run unnamed.
+  if (!owned_) return nullptr;
   auto it = prepared_.find(sql);
   if (it != prepared_.end()) return &it->second;
   if (prepared_.size() >= max_prepared) return nullptr;

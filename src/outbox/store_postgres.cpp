@@ -1,0 +1,363 @@
+// The outbox store on PostgreSQL: every statement is one file under
+// sql/postgres/outbox/queries/, all values bound, times as epoch µs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "common/call_guard.hpp"
+#include "common/uuid.hpp"
+#include "engine/database_impl.hpp"
+#include "engine/postgres/tx_impl.hpp"
+#include "outbox/store.hpp"
+#include "spool/error.hpp"
+#include "spool/pg.hpp"
+
+namespace spool::outbox::detail {
+
+namespace {
+
+using pg::detail::intent;
+using conn_t = pg::detail::connection;
+
+std::string array_of(const std::vector<std::string>& v) {
+  std::vector<const std::string*> p;
+  p.reserve(v.size());
+  for (const auto& s : v) p.push_back(&s);
+  return pg::detail::text_array(p);
+}
+
+// One short transaction of the store's own on a pooled connection, at READ
+// COMMITTED whatever the database default; rolled back unless committed.
+class txn {
+ public:
+  txn(spool::detail::database_impl& db, const call_options& c)
+      : lease_(db.pg_pool().acquire(c)), c_(c) {
+    try {
+      lease_->exec("BEGIN ISOLATION LEVEL READ COMMITTED", {}, intent::read, c);
+    } catch (...) {
+      lease_.discard();
+      throw;
+    }
+  }
+  ~txn() {
+    if (done_) return;
+    try {
+      if (lease_->healthy()) lease_->exec("ROLLBACK", {}, intent::read);
+    } catch (...) {
+      lease_.discard();
+    }
+  }
+  txn(const txn&) = delete;
+  txn& operator=(const txn&) = delete;
+  std::vector<row> query(const std::string& sql, const std::vector<param>& p, intent what = intent::write) {
+    return lease_->query(sql, p, what, c_);
+  }
+  void set_local(const std::string& setting, std::int64_t ms) {
+    lease_->exec(fmt::format("SET LOCAL {} = {}", setting, ms), {}, intent::read);
+  }
+  void commit() {
+    done_ = true;
+    lease_->exec("COMMIT", {}, intent::write);
+  }
+
+ private:
+  spool::detail::pool<conn_t>::lease lease_;
+  const call_options& c_;
+  bool done_ = false;
+};
+
+claimed_message to_claim(full_row&& r) {
+  claimed_message out;
+  out.owner = r.lease_owner.value_or("");
+  out.ref = {r.message.id, r.lease_token.value_or("")};
+  out.leased_until = r.leased_until.value_or(time_point{});
+  out.message = std::move(r.message);
+  return out;
+}
+
+class postgres_backend final : public store_backend {
+ public:
+  postgres_backend(database db, names n) : db_(std::move(db)), n_(std::move(n)) {
+    for (const char* f : {"claim", "claim_by_key", "claim_by_topic", "claim_undecodable", "lock", "lock_many",
+                          "extend", "deliver", "retry", "dead_letter", "release", "backlog", "inspect", "replay_lock",
+                          "replay_apply", "prune_delivered", "prune_dead", "archive_select_delivered",
+                          "archive_select_dead", "archive_delete", "cutoff", "ping", "schema_version"}) {
+      sql_[f] = render(engine::postgres, f, n_);
+    }
+  }
+
+  void check_schema(int expected, const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    const auto rows = conn->query(sql_.at("schema_version"), {n_.qualified}, intent::read, c);
+    int recorded = 0;
+    for (const auto& r : rows) recorded = std::max(recorded, std::stoi(*r[0]));
+    if (recorded > expected) {
+      throw error(errc::invalid_state,
+                  fmt::format("outbox {} is at version {}, newer than this Spool knows ({})", n_.qualified, recorded,
+                              expected),
+                  "schema_too_new");
+    }
+    if (recorded < expected) {
+      throw error(errc::invalid_state,
+                  fmt::format("outbox {} is at version {}, this Spool needs {}; run `spool migrate`", n_.qualified,
+                              recorded, expected),
+                  "schema_version_mismatch");
+    }
+  }
+
+  std::vector<claimed_message> claim(const std::string& owner, std::size_t limit, std::int64_t lease_us,
+                                     serialization mode, const call_options& c) override {
+    const char* file = mode == serialization::none ? "claim" : mode == serialization::by_ordering_key ? "claim_by_key" : "claim_by_topic";
+    txn tx(impl(), c);
+    const auto rows = tx.query(sql_.at(file), {owner, static_cast<std::int64_t>(limit), lease_us});
+    std::vector<claimed_message> out;
+    for (const auto& r : rows) {
+      try {
+        out.push_back(to_claim(decode_row(r)));
+      } catch (const error&) {
+        tx.query(sql_.at("claim_undecodable"), {r.at(2).value_or("")});
+      }
+    }
+    tx.commit();
+    std::sort(out.begin(), out.end(), [](const claimed_message& a, const claimed_message& b) {
+      return std::tie(*a.message.available_at, *a.message.pos) < std::tie(*b.message.available_at, *b.message.pos);
+    });
+    return out;
+  }
+
+  std::vector<std::optional<time_point>> extend(const std::vector<lease_ref>& refs, std::int64_t lease_us,
+                                                const call_options& c) override {
+    std::vector<std::string> ids, tokens;
+    for (const auto& r : refs) {
+      ids.push_back(r.id);
+      tokens.push_back(r.token);
+    }
+    txn tx(impl(), c);
+    tx.query(sql_.at("lock_many"), {array_of(ids)});
+    const auto rows = tx.query(sql_.at("extend"), {array_of(ids), array_of(tokens), lease_us});
+    tx.commit();
+    std::unordered_map<std::string, time_point> got;
+    for (const auto& r : rows) got[*r[0]] = from_micros(std::stoll(*r[1]));
+    std::vector<std::optional<time_point>> out;
+    for (const auto& r : refs) {
+      auto it = got.find(r.id);
+      out.push_back(it == got.end() ? std::nullopt : std::optional<time_point>(it->second));
+    }
+    return out;
+  }
+
+  std::optional<transition_row> fenced(const lease_ref& ref, const transition& t,
+                                       const std::function<void(pg::tx&)>* pg_fn,
+                                       const std::function<void(sqlite::tx&)>*, const call_options& c) override {
+    spool::detail::check_call(c, "outbox transition");
+    pg::tx tx(db_);
+    auto& conn = tx.impl().conn();
+    conn.query(sql_.at("lock"), {ref.id}, intent::write, c);  // now is read after this lock
+    std::vector<row> rows;
+    switch (t.what) {
+      case transition::kind::deliver:
+        rows = conn.query(sql_.at("deliver"), {ref.id, ref.token}, intent::write, c);
+        break;
+      case transition::kind::retry:
+        rows = conn.query(sql_.at("retry"),
+                          {ref.id, ref.token, t.delay_us ? param(*t.delay_us) : param(nullptr),
+                           t.at_us ? param(*t.at_us) : param(nullptr), t.code, t.message},
+                          intent::write, c);
+        break;
+      case transition::kind::dead:
+        rows = conn.query(sql_.at("dead_letter"), {ref.id, ref.token, t.code, t.message}, intent::write, c);
+        break;
+      case transition::kind::release:
+        rows = conn.query(sql_.at("release"), {ref.id, ref.token}, intent::write, c);
+        break;
+    }
+    if (rows.empty()) return std::nullopt;  // tx rolls back: nothing changed
+    if (pg_fn != nullptr && *pg_fn) (*pg_fn)(tx);
+    tx.commit();
+    return transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+                          static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
+  }
+
+  backlog_info backlog(const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    const auto r = conn->query(sql_.at("backlog"), {}, intent::read, c).at(0);
+    backlog_info b;
+    b.pending = std::stoll(*r[0]);
+    b.leased = std::stoll(*r[1]);
+    b.expired_leases = std::stoll(*r[2]);
+    b.dead = std::stoll(*r[3]);
+    if (r[4]) {
+      b.oldest_pending_created_at = from_micros(std::stoll(*r[4]));
+      b.oldest_pending_age = std::max(std::chrono::microseconds(0),
+                                      std::chrono::microseconds(std::stoll(*r[5]) - std::stoll(*r[4])));
+    }
+    return b;
+  }
+
+  std::vector<message_summary> inspect(const std::optional<message_state>& state,
+                                       const std::optional<std::string>& topic,
+                                       const std::optional<std::pair<std::int64_t, std::string>>& before,
+                                       std::size_t limit, const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    const auto rows = conn->query(
+        sql_.at("inspect"),
+        {state ? param(std::string(to_string(*state))) : param(nullptr), topic ? param(*topic) : param(nullptr),
+         before ? param(before->first) : param(nullptr), before ? param(before->second) : param(std::string()),
+         static_cast<std::int64_t>(limit)},
+        intent::read, c);
+    return summaries(rows);
+  }
+
+  replay_outcome replay(const replay_request& r, const std::string& replay_id, std::int64_t lock_timeout_ms,
+                        const call_options& c) override {
+    txn tx(impl(), c);
+    tx.set_local("lock_timeout", lock_timeout_ms);
+    const auto locked = tx.query(sql_.at("replay_lock"), {array_of(r.ids)});
+    replay_outcome out;
+    if (conflicts(r.ids, locked, out)) return out;  // rolls back
+    const auto rows = tx.query(sql_.at("replay_apply"),
+                               {array_of(r.ids), replay_id, n_.qualified, r.requested_by, r.reason,
+                                r.available_at ? param(micros(*r.available_at)) : param(nullptr)});
+    std::unordered_map<std::string, message_state> prev;
+    for (const auto& row : rows) prev[*row[0]] = parse_message_state(*row[1]);
+    tx.commit();
+    for (const auto& id : r.ids) out.previous.emplace_back(id, prev.at(id));
+    return out;
+  }
+
+  std::vector<std::string> prune(message_state s, const cutoff& before, std::size_t limit,
+                                 const std::function<void(const std::vector<archived_message>&)>* archive,
+                                 std::int64_t tx_timeout_ms, const call_options& c) override {
+    const std::string st(to_string(s));
+    txn tx(impl(), c);
+    const std::int64_t cut = cutoff_us(tx, before);
+    if (archive == nullptr) {
+      const auto rows = tx.query(sql_.at("prune_" + st), {cut, static_cast<std::int64_t>(limit)});
+      tx.commit();
+      std::vector<std::string> out;
+      for (const auto& r : rows) out.push_back(*r[0]);
+      return out;
+    }
+    // The open transaction is bounded just above the archiver's deadline.
+    tx.set_local("idle_in_transaction_session_timeout", tx_timeout_ms);
+    tx.set_local("statement_timeout", tx_timeout_ms);
+    const auto rows = tx.query(sql_.at("archive_select_" + st), {cut, static_cast<std::int64_t>(limit)});
+    if (rows.empty()) {
+      tx.commit();
+      return {};
+    }
+    std::vector<archived_message> batch;
+    std::vector<std::string> seqs;
+    for (const auto& r : rows) {
+      auto f = decode_row(r);
+      seqs.push_back(std::to_string(f.message.pos->seq));
+      archived_message a;
+      a.state = f.state;
+      a.terminal_at = s == message_state::delivered ? f.delivered_at.value_or(time_point{})
+                                                    : f.dead_lettered_at.value_or(time_point{});
+      a.last_error_code = f.last_error_code;
+      a.last_error = f.last_error;
+      a.message = std::move(f.message);
+      batch.push_back(std::move(a));
+    }
+    (*archive)(batch);  // throws to roll back: nothing deleted
+    const auto deleted = tx.query(sql_.at("archive_delete"), {array_of(seqs), st});
+    tx.commit();
+    std::vector<std::string> out;
+    for (const auto& r : deleted) out.push_back(*r[0]);
+    return out;
+  }
+
+  void ping(const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    const auto r = conn->query(sql_.at("ping"), {}, intent::read, c);
+    if (r.at(0).at(0) != "t") {
+      throw error(errc::invalid_state, fmt::format("{} is read-only or in recovery", db_.display_name()),
+                  "not_writable");
+    }
+  }
+
+ private:
+  spool::detail::database_impl& impl() { return db_.impl(); }
+
+  std::int64_t cutoff_us(txn& tx, const cutoff& before) {
+    if (before.instant()) return micros(*before.instant());
+    return std::stoll(*tx.query(sql_.at("cutoff"), {before.age()->count()}, intent::read).at(0).at(0));
+  }
+
+  std::unordered_map<std::string, std::string> sql_;
+  database db_;
+  names n_;
+
+ public:
+  static std::vector<message_summary> summaries(const std::vector<row>& rows);
+  static bool conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked, replay_outcome& out);
+};
+
+}  // namespace
+
+// Shared with the SQLite backend (same column order).
+std::vector<message_summary> summaries_of(const std::vector<row>& rows) { return postgres_backend::summaries(rows); }
+bool replay_conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
+                      store_backend::replay_outcome& out) {
+  return postgres_backend::conflicts(ids, locked, out);
+}
+
+std::vector<message_summary> postgres_backend::summaries(const std::vector<row>& rows) {
+  auto opt_time = [](const std::optional<std::string>& s) {
+    return s ? std::optional<time_point>(from_micros(std::stoll(*s))) : std::nullopt;
+  };
+  std::vector<message_summary> out;
+  for (const auto& r : rows) {
+    message_summary m;
+    m.pos = {static_cast<std::uint64_t>(std::stoull(r[1].value_or("0"))), std::stoll(*r[0])};
+    m.id = *r[2];
+    m.topic = *r[3];
+    m.payload_version = static_cast<std::uint16_t>(std::stoul(*r[4]));
+    m.ordering_key = r[5].value_or("");
+    m.idempotency_key = r[6].value_or("");
+    m.state = parse_message_state(*r[7]);
+    m.claim_count = static_cast<std::uint32_t>(std::stoul(*r[8]));
+    m.failure_count = static_cast<std::uint32_t>(std::stoul(*r[9]));
+    m.available_at = from_micros(std::stoll(*r[10]));
+    m.created_at = from_micros(std::stoll(*r[11]));
+    m.updated_at = from_micros(std::stoll(*r[12]));
+    m.lease_owner = r[13];
+    m.leased_until = opt_time(r[14]);
+    m.delivered_at = opt_time(r[15]);
+    m.dead_lettered_at = opt_time(r[16]);
+    m.last_error_code = r[17];
+    m.last_error = r[18];
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+bool postgres_backend::conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
+                                 replay_outcome& out) {
+  std::unordered_map<std::string, std::string> states;
+  for (const auto& r : locked) states[*r[0]] = *r[1];
+  bool bad = false;
+  for (const auto& id : ids) {
+    auto it = states.find(id);
+    replay_item_status s = replay_item_status::replayable;
+    if (it == states.end()) {
+      s = replay_item_status::missing;
+    } else if (it->second == "pending") {
+      s = replay_item_status::pending;
+    } else if (it->second == "leased") {
+      s = replay_item_status::leased;
+    }
+    bad = bad || s != replay_item_status::replayable;
+    out.statuses.emplace_back(id, s);
+  }
+  out.conflict = bad;
+  return bad;
+}
+
+std::unique_ptr<store_backend> make_postgres_backend(database db, names n) {
+  return std::make_unique<postgres_backend>(std::move(db), std::move(n));
+}
+
+}  // namespace spool::outbox::detail

@@ -1,0 +1,209 @@
+// spool::outbox::writer: the checks that need no database (outbox.md §5),
+// then the engine's one INSERT on the caller's transaction.
+#include "spool/outbox/writer.hpp"
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <set>
+#include <unordered_set>
+
+#include "engine/postgres/tx_impl.hpp"
+#include "engine/sqlite/tx_impl.hpp"
+#include "outbox/store.hpp"
+#include "spool/error.hpp"
+#include "spool/pg.hpp"
+#include "spool/sqlite.hpp"
+
+namespace spool::outbox {
+
+namespace {
+
+using pg::detail::intent;
+
+const char* status_name(PGTransactionStatusType s) {
+  switch (s) {
+    case PQTRANS_IDLE: return "idle (no transaction block)";
+    case PQTRANS_ACTIVE: return "active (a command is in progress)";
+    case PQTRANS_INTRANS: return "idle in a transaction block";
+    case PQTRANS_INERROR: return "idle in a failed transaction block";
+    default: return "unknown (connection bad)";
+  }
+}
+
+// transaction_required unless conn is idle inside a transaction block;
+// transaction_aborted (invalid_state) inside a failed one.
+void require_block(PGconn* conn) {
+  if (conn == nullptr) throw error(errc::transaction_required, "the writer needs a transaction; got a null PGconn");
+  if (PQpipelineStatus(conn) != PQ_PIPELINE_OFF) {
+    throw error(errc::transaction_required, "the PGconn is in pipeline mode; the writer needs an idle transaction block");
+  }
+  const auto s = PQtransactionStatus(conn);
+  if (s == PQTRANS_INERROR) {
+    throw error(errc::invalid_state,
+                "the caller's transaction is aborted (idle in a failed transaction block); roll it back first",
+                "transaction_aborted");
+  }
+  if (s != PQTRANS_INTRANS) {
+    throw error(errc::transaction_required,
+                fmt::format("the writer needs a connection idle inside a transaction block; it is {}", status_name(s)));
+  }
+}
+
+}  // namespace
+
+writer::writer(database& db, writer_options options) : kind_(db.kind()), options_(std::move(options)) {
+  validate(options_.envelope_limits);
+  if (options_.max_batch_size < 1 || options_.max_batch_size > 5000) {
+    throw error(errc::invalid_argument,
+                fmt::format("max_batch_size = {} is outside 1..5000", options_.max_batch_size), "invalid_batch_limit");
+  }
+  auto n = detail::names_of(options_.config, kind_);
+  if (kind_ == engine::postgres) detail::resolve_schema(n, db);
+  schema_ = n.schema;
+}
+
+void writer::check_batch(const std::vector<envelope>& batch) const {
+  if (batch.empty()) throw error(errc::invalid_argument, "the batch is empty", "empty_batch");
+  if (batch.size() > options_.max_batch_size) {
+    throw error(errc::invalid_argument,
+                fmt::format("the batch has {} envelopes; max_batch_size is {}", batch.size(), options_.max_batch_size),
+                "batch_too_large");
+  }
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    try {
+      validate_for_insert(batch[i], options_.envelope_limits);
+    } catch (const error& e) {
+      throw error(e.code(), fmt::format("envelope {}: {}", i, e.what()), e.reason());
+    }
+  }
+  std::unordered_set<std::string_view> ids, keys;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!ids.insert(batch[i].id).second) {
+      throw error(errc::already_exists, fmt::format("envelope {}: its id repeats an earlier envelope's", i),
+                  "duplicate_id");
+    }
+  }
+  if (options_.on_idempotency_conflict == idempotency_policy::error) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i].idempotency_key.empty() && !keys.insert(batch[i].idempotency_key).second) {
+        throw error(errc::duplicate,
+                    fmt::format("envelope {}: its idempotency key repeats an earlier envelope's", i),
+                    "idempotency_conflict");
+      }
+    }
+  }
+}
+
+namespace {
+
+// Runs the engine half on the keepers and merges batch-internal repeats
+// (skipped under `skip`) back in request order.
+template <class Insert>
+std::vector<insert_result> run_batch(const std::vector<envelope>& batch, Insert&& insert) {
+  std::vector<const envelope*> keep;
+  std::vector<int> slot(batch.size(), -1);
+  std::unordered_set<std::string_view> keys;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i].idempotency_key.empty() && !keys.insert(batch[i].idempotency_key).second) continue;
+    slot[i] = static_cast<int>(keep.size());
+    keep.push_back(&batch[i]);
+  }
+  std::vector<insert_result> got;
+  try {
+    got = insert(keep);
+  } catch (...) {
+    detail::rethrow_translated();
+  }
+  std::vector<insert_result> out;
+  out.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (slot[i] >= 0) {
+      out.push_back(std::move(got[static_cast<std::size_t>(slot[i])]));
+    } else {
+      out.push_back({batch[i].id, insert_status::skipped, std::nullopt, std::nullopt});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<insert_result> writer::insert_batch(pg::tx& tx, const std::vector<envelope>& batch) {
+  if (kind_ != engine::postgres) throw error(errc::invalid_argument, "this writer is for SQLite; got a PostgreSQL transaction");
+  if (tx.impl().done) throw error(errc::transaction_required, "the transaction has already ended");
+  auto& conn = tx.impl().conn();
+  require_block(conn.native());
+  check_batch(batch);
+  detail::names n = detail::names_of(options_.config, kind_);
+  n.schema = schema_;
+  n.qualified = schema_ + "." + n.table;
+  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
+    return conn.query(sql, params, intent::write);
+  };
+  return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
+    return detail::postgres_insert(exec, n, keep, options_.on_idempotency_conflict, options_.notify,
+                                   options_.config.notify_channel);
+  });
+}
+
+std::vector<insert_result> writer::insert_batch(::pg_conn* raw, const std::vector<envelope>& batch) {
+  if (kind_ != engine::postgres) throw error(errc::invalid_argument, "this writer is for SQLite; got a PGconn");
+  require_block(raw);
+  check_batch(batch);
+  pg::detail::connection conn(raw);  // borrowed: never closed, unnamed statements only
+  detail::names n = detail::names_of(options_.config, kind_);
+  n.schema = schema_;
+  n.qualified = schema_ + "." + n.table;
+  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
+    return conn.query(sql, params, intent::write);
+  };
+  return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
+    return detail::postgres_insert(exec, n, keep, options_.on_idempotency_conflict, options_.notify,
+                                   options_.config.notify_channel);
+  });
+}
+
+std::vector<insert_result> writer::insert_batch(detail::foreign_pg_tx& tx, const std::vector<envelope>& batch) {
+  if (kind_ != engine::postgres) throw error(errc::invalid_argument, "this writer is for SQLite; got a PostgreSQL transaction");
+  check_batch(batch);
+  detail::names n = detail::names_of(options_.config, kind_);
+  n.schema = schema_;
+  n.qualified = schema_ + "." + n.table;
+  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
+    return tx.exec(sql, params);
+  };
+  return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
+    return detail::postgres_insert(exec, n, keep, options_.on_idempotency_conflict, options_.notify,
+                                   options_.config.notify_channel);
+  });
+}
+
+std::vector<insert_result> writer::insert_batch(sqlite::tx& tx, const std::vector<envelope>& batch) {
+  if (kind_ != engine::sqlite) throw error(errc::invalid_argument, "this writer is for PostgreSQL; got a SQLite transaction");
+  if (tx.impl().done || !tx.impl().conn().in_transaction()) {
+    throw error(errc::transaction_required, "the writer needs a SQLite handle inside an open transaction");
+  }
+  check_batch(batch);
+  auto& conn = tx.impl().conn();
+  const detail::names n = detail::names_of(options_.config, kind_);
+  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
+    return conn.query(sql, params);
+  };
+  return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
+    return detail::sqlite_insert(exec, n, keep, options_.on_idempotency_conflict);
+  });
+}
+
+insert_result writer::insert(pg::tx& tx, const envelope& e) { return insert_batch(tx, std::vector<envelope>{e}).at(0); }
+insert_result writer::insert(::pg_conn* conn, const envelope& e) {
+  return insert_batch(conn, std::vector<envelope>{e}).at(0);
+}
+insert_result writer::insert(sqlite::tx& tx, const envelope& e) {
+  return insert_batch(tx, std::vector<envelope>{e}).at(0);
+}
+insert_result writer::insert(detail::foreign_pg_tx& tx, const envelope& e) {
+  return insert_batch(tx, std::vector<envelope>{e}).at(0);
+}
+
+}  // namespace spool::outbox
