@@ -281,7 +281,7 @@ void on_parsed(CLI::App* sub, cli_context& ctx, const std::shared_ptr<mq_args>& 
 void add_mq_command(CLI::App& app, cli_context& ctx) {
   auto a = std::make_shared<mq_args>();
   auto* mq =
-      app.add_subcommand("mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed, redrive");
+      app.add_subcommand("mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed, redrive, work");
   mq->require_subcommand(1);
   add_connection_options(*mq, ctx);
   const char* duration_help = "a bare integer is seconds; ms, s, m, h, d suffixes accepted";
@@ -360,6 +360,8 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
   redrive->add_option("--actor", a->actor, "Who, recorded in the audit log [default: the OS user]");
   redrive->add_flag("--dry-run", a->dry_run, "List what would move and change nothing");
   on_parsed(redrive, ctx, a, run_redrive);
+
+  add_mq_work_command(*mq, ctx);
 }
 
 }  // namespace spool::cli

@@ -73,7 +73,11 @@ void add_connection_options(CLI::App& app, cli_context& ctx);
 // subcommands to app; a parsed subcommand stores its work in ctx.action.
 void add_migrate_command(CLI::App& app, cli_context& ctx);
 void add_mq_command(CLI::App& app, cli_context& ctx);
+// `outbox` (cmd_outbox.cpp): the transactional outbox's writer and administration.
+void add_outbox_command(CLI::App& app, cli_context& ctx);
 // `ops` (cmd_ops.cpp): the op queue.
 void add_ops_command(CLI::App& app, cli_context& ctx);
+// `mq work` (cmd_mq_work.cpp), added to the mq command group.
+void add_mq_work_command(CLI::App& mq, cli_context& ctx);
 
 }  // namespace spool::cli
