@@ -74,6 +74,7 @@ int run(int argc, char** argv) {
   spool::cli::add_migrate_command(app, ctx);
   spool::cli::add_mq_command(app, ctx);
   spool::cli::add_ops_command(app, ctx);
+  spool::cli::add_outbox_command(app, ctx);
 
   std::vector<const char*> cargs;
   cargs.reserve(args.size());

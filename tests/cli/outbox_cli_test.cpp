@@ -1,0 +1,213 @@
+// `spool outbox …` as a script sees it (outbox.md §5, §6.3–§6.5): exit codes,
+// stdout, stderr and the JSON shapes, on SQLite and PostgreSQL.
+// The binary is $SPOOL_CLI; PostgreSQL comes from tests/support (the `pg`
+// CTest fixture).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support/test_db.hpp"
+
+extern char** environ;
+
+namespace {
+
+using nlohmann::json;
+
+struct cli_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string cli_path() {
+  const char* p = std::getenv("SPOOL_CLI");
+  if (p == nullptr || *p == '\0')
+    throw std::runtime_error("SPOOL_CLI is not set: run the tests through ctest");
+  return p;
+}
+
+// Runs the binary with args (no shell, so no quoting), stdin from input, and
+// stdout/stderr captured through files, which cannot deadlock as pipes can.
+cli_result run_cli(const std::vector<std::string>& args, const std::string& input = "") {
+  static const spool::test::temp_dir io;  // one scratch directory per process
+  const auto in = io.path() / "stdin", out = io.path() / "stdout", err = io.path() / "stderr";
+  std::ofstream(in, std::ios::binary) << input;
+
+  const std::string exe = cli_path();
+  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("cannot run " + exe + ": " + std::strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  cli_result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+// A failure as the contract defines it: the exit code, nothing on stdout and
+// one stderr line starting with prefix.
+void expect_failure(const cli_result& r, int exit_code, const std::string& prefix) {
+  EXPECT_EQ(r.exit_code, exit_code) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+}
+
+json expect_json(const cli_result& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out), 1) << r.out;  // one document
+  return json::parse(r.out);
+}
+enum class engine_kind { sqlite, postgres };
+
+class outbox_cli : public ::testing::TestWithParam<engine_kind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == engine_kind::sqlite) {
+      uri_ = dir_.sqlite_uri();
+    } else {
+      uri_ = spool::test::make_pg_database(std::string("obcli_") +
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    }
+    const auto r = run({"migrate", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  cli_result run(const std::vector<std::string>& args, const std::string& input = "") {
+    return run_cli(with(args, {"--db", uri_}), input);
+  }
+  void sql(const std::string& statement) {
+    if (GetParam() == engine_kind::sqlite) {
+      spool::test::sqlite_exec(uri_, statement);
+    } else {
+      spool::test::pg_exec(uri_, statement);
+    }
+  }
+  // Marks every row terminal (state) and two hours old.
+  void age_all(const std::string& state) {
+    const std::string col = state == "delivered" ? "delivered_at" : "dead_lettered_at";
+    if (GetParam() == engine_kind::sqlite) {
+      sql("UPDATE outbox_messages SET state = '" + state + "', " + col +
+          " = CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER) - 7200000000" +
+          (state == "dead" ? ", last_error_code = 'x', last_error = 'y'" : ""));
+    } else {
+      sql("UPDATE outbox_messages SET state = '" + state + "', " + col + " = now() - interval '2 hours'" +
+          (state == "dead" ? ", last_error_code = 'x', last_error = 'y'" : ""));
+    }
+  }
+  spool::test::temp_dir dir_;
+  std::string uri_;
+};
+
+TEST_P(outbox_cli, write_reads_the_payload_from_stdin_and_a_repeated_idempotency_key_is_skipped) {
+  const auto first = expect_json(run({"outbox", "write", "--topic", "orders", "--key", "k", "--idempotency-key", "i1", "--json"}, "{\"a\":1}"));
+  EXPECT_EQ(first["result"], "inserted");
+  EXPECT_EQ(first["id"].get<std::string>().size(), 36u);
+  const auto again = expect_json(run({"outbox", "write", "--topic", "orders", "--idempotency-key", "i1", "--json"}, "x"));
+  EXPECT_EQ(again["result"], "skipped");
+  expect_failure(run({"outbox", "write", "--topic", "", "--json"}, "x"), 1, "spool: invalid_argument/topic_required: ");
+  expect_failure(run({"outbox", "write", "--json"}, "x"), 2, "spool: usage: ");
+}
+
+TEST_P(outbox_cli, backlog_and_inspect_print_the_documented_shapes) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(run({"outbox", "write", "--topic", "t"}, "p").exit_code, 0);
+  const auto b = expect_json(run({"outbox", "backlog", "--json"}));
+  EXPECT_EQ(b["pending"], 3);
+  EXPECT_EQ(b["leased"], 0);
+  EXPECT_EQ(b["expired_leases"], 0);
+  EXPECT_EQ(b["dead"], 0);
+  EXPECT_TRUE(b["oldest_pending_created_at"].get<std::string>().ends_with("Z"));
+  EXPECT_GE(b["oldest_pending_age_s"].get<double>(), 0.0);
+  const auto page = expect_json(run({"outbox", "inspect", "--limit", "2", "--json"}));
+  ASSERT_EQ(page["messages"].size(), 2u);
+  EXPECT_FALSE(page["messages"][0].contains("payload"));
+  EXPECT_FALSE(page["messages"][0].contains("metadata"));
+  EXPECT_EQ(page["messages"][0]["state"], "pending");
+  const auto rest = expect_json(run({"outbox", "inspect", "--limit", "2", "--before", page["next"].get<std::string>(), "--json"}));
+  EXPECT_EQ(rest["messages"].size(), 1u);
+  EXPECT_TRUE(rest["next"].is_null());
+  expect_failure(run({"outbox", "inspect", "--state", "gone", "--json"}), 1, "spool: invalid_argument/invalid_message_state: ");
+}
+
+TEST_P(outbox_cli, replay_reports_items_and_a_conflict_names_each_id_on_stderr) {
+  const auto w = expect_json(run({"outbox", "write", "--topic", "t", "--json"}, "p"));
+  const std::string id = w["id"];
+  expect_failure(run({"outbox", "replay", "--id", id, "--id", "nope", "--requested-by", "me", "--reason", "r"}), 1,
+                 "spool: conflict/replay_conflict: ");
+  const auto err = run({"outbox", "replay", "--id", id, "--id", "nope", "--requested-by", "me", "--reason", "r"}).err;
+  EXPECT_NE(err.find(id + "=pending"), std::string::npos) << err;
+  EXPECT_NE(err.find("nope=missing"), std::string::npos) << err;
+  age_all("dead");
+  const auto r = expect_json(run({"outbox", "replay", "--id", id, "--requested-by", "me", "--reason", "fixed", "--json"}));
+  EXPECT_EQ(r["replay_id"].get<std::string>().size(), 36u);
+  EXPECT_EQ(r["items"][0]["id"], id);
+  EXPECT_EQ(r["items"][0]["previous_state"], "dead");
+}
+
+TEST_P(outbox_cli, prune_and_archive_delete_aged_rows_and_the_archive_file_is_idempotent_by_id) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(run({"outbox", "write", "--topic", "t"}, "p").exit_code, 0);
+  age_all("delivered");
+  const auto pruned = expect_json(run({"outbox", "prune", "--state", "delivered", "--older-than", "1h", "--limit", "1", "--json"}));
+  EXPECT_EQ(pruned["deleted"].size(), 1u);
+  const auto file = (dir_.path() / "archive.jsonl").string();
+  const auto archived = expect_json(run({"outbox", "archive", "--state", "delivered", "--older-than", "1h", "--to", file, "--json"}));
+  EXPECT_EQ(archived["deleted"].size(), 2u);
+  std::ifstream in(file);
+  std::vector<json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["state"], "delivered");
+  EXPECT_EQ(lines[0]["envelope"]["topic"], "t");
+  EXPECT_EQ(lines[0]["envelope"]["payload"], "cA==");
+  EXPECT_TRUE(lines[0].contains("terminal_at"));
+  EXPECT_TRUE(lines[0]["last_error"].is_null());
+  expect_failure(run({"outbox", "prune", "--state", "pending", "--older-than", "1h"}), 1,
+                 "spool: invalid_argument/invalid_message_state: ");
+  expect_failure(run({"outbox", "prune", "--state", "dead", "--older-than", "soon"}), 1, "spool: invalid_argument: ");
+}
+
+INSTANTIATE_TEST_SUITE_P(engines, outbox_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),
+                         [](const auto& info) { return info.param == engine_kind::sqlite ? "sqlite" : "postgres"; });
+
+}  // namespace
