@@ -18,6 +18,7 @@ struct migrate_args {
   std::vector<std::string> components;
   std::string schema;
   std::string ops_table;
+  std::string outbox_table;
   bool print = false;
   std::string revert;
   bool confirm_data_loss = false;
@@ -32,6 +33,7 @@ void run_migrate(cli_context& ctx, const migrate_args& a) {
   options.components = a.components;
   options.schema = a.schema;
   options.ops_table = a.ops_table;
+  options.outbox_table = a.outbox_table;
   // open() validates the URI and picks the engine without connecting, which
   // is what lets --print work with no server reachable.
   auto db = open_database(ctx);
@@ -87,6 +89,7 @@ void add_migrate_command(CLI::App& app, cli_context& ctx) {
       ->delimiter(',');
   cmd->add_option("--schema", args->schema, "PostgreSQL schema for the tables [default: current_schema()]");
   cmd->add_option("--ops-table", args->ops_table, "The op queue's table (at most 41 bytes of [a-z0-9_]) [default: ops_queue]");
+  cmd->add_option("--outbox-table", args->outbox_table, "The outbox's table [default: outbox_messages]");
   auto* print =
       cmd->add_flag("--print", args->print,
                     "Print the migrations as plain SQL for the engine --db names, without connecting");
