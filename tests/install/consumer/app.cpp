@@ -3,6 +3,7 @@
 #include <iostream>
 #include <spool/error.hpp>
 #include <spool/mq/message.hpp>
+#include <spool/ops/op.hpp>
 
 int main() {
   spool::mq::message m;
@@ -35,6 +36,15 @@ int main() {
       return 1;
     }
     std::cout << "error: " << spool::to_string(e.code()) << ": " << e.what() << "\n";
+  }
+  // The op model's JSON form (nlohmann::json is a public dependency).
+  spool::ops::op o;
+  o.id = "op-1";
+  o.type = "thumb";
+  o.enqueued_at = spool::ops::parse_time("2024-05-01T15:00:00+03:00");
+  if (spool::ops::to_json(o)["enqueued_at"] != "2024-05-01T12:00:00Z") {
+    std::cerr << "install consumer: op JSON lost its UTC time\n";
+    return 1;
   }
   std::cout << "install consumer: OK\n";
   return 0;
