@@ -1,5 +1,8 @@
 // op-queue.md §9 scenarios 31 (stale ack) and 35 (fencing and state): the
 // fencing table of §4.5 on both engines.
+#include <atomic>
+#include <thread>
+
 #include "ops/ops_fixture.hpp"
 
 namespace spool::test {
@@ -92,6 +95,45 @@ TEST_P(ops_fencing, OutcomeMessagesAreStoredWithInvalidUtf8ReplacedAndNulRemoved
   const auto c = claim();
   q().fail(id, *c.lease_token, std::string("bad \xff byte and a \0nul", 22), false);
   EXPECT_EQ(q().get(id).last_error, "bad \xef\xbf\xbd byte and a nul");
+}
+
+TEST_P(ops_fencing, AcksRacingTheRescuerEitherWinOrMeetLeaseLostAndNothingElse) {
+  std::vector<ops::new_op> batch(30, new_op("race"));
+  q().enqueue_batch(batch);
+  std::vector<ops::op> claimed;
+  for (int i = 0; i < 30; ++i) claimed.push_back(claim());
+  for (const auto& c : claimed) age_heartbeat(c.id);
+  std::atomic<int> acked{0}, lost{0}, other{0};
+  auto& queue = q();
+  std::thread acker([&] {
+    for (const auto& c : claimed) {
+      try {
+        queue.ack(c.id, *c.lease_token);
+        ++acked;
+      } catch (const error& e) {
+        (e.code() == errc::lease_lost ? lost : other)++;
+      }
+    }
+  });
+  std::size_t rescued = 0;
+  std::thread rescuer([&] {
+    for (int i = 0; i < 30; ++i) {
+      try {
+        rescued += queue.rescue_expired(60s).size();
+      } catch (const error&) {
+        ++other;
+      }
+    }
+  });
+  acker.join();
+  rescuer.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(acked.load() + lost.load(), 30);
+  EXPECT_EQ(static_cast<std::size_t>(lost.load()), rescued);
+  const auto s = q().stats();
+  EXPECT_EQ(s.done_24h, acked.load());
+  EXPECT_EQ(s.pending, lost.load());
+  EXPECT_EQ(s.running, 0);
 }
 
 SPOOL_OPS_BOTH_ENGINES(ops_fencing);
