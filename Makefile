@@ -13,6 +13,11 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= 2
 SANITIZE   ?= 1
 
+# ccache hits across clones (CI builds a fresh clone in another folder):
+# paths under the project become relative, and the folder is not hashed.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 .DEFAULT_GOAL := run
 .PHONY: run test deps configure build test-asan clean
 
