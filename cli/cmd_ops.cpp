@@ -176,6 +176,15 @@ void run_recover(cli_context& ctx, const ops_args& a) {
   }
 }
 
+void run_repair_times(cli_context& ctx, const ops_args& a) {
+  const auto n = open_queue(ctx, a).repair_times();
+  if (ctx.json) {
+    emit_json(ctx, ojson{{"repaired", n}});
+  } else {
+    emit_line(ctx, fmt::format("rewrote {} timestamp(s) as canonical UTC", n));
+  }
+}
+
 // --schema, --ops-table, --db and --json: common to every ops subcommand.
 CLI::App* add_leaf(CLI::App& ops, cli_context& ctx, ops_args& a, const char* name, const char* description,
                    const char* json_shape) {
@@ -201,7 +210,7 @@ const char* op_shape =
 
 void add_ops_command(CLI::App& app, cli_context& ctx) {
   auto a = std::make_shared<ops_args>();
-  auto* ops = app.add_subcommand("ops", "Op queue: enqueue, get, list, cancel, retry, stats, recover");
+  auto* ops = app.add_subcommand("ops", "Op queue: enqueue, get, list, cancel, retry, stats, recover, repair-times");
   ops->require_subcommand(1);
   add_connection_options(*ops, ctx);
   const char* duration_help = "a bare integer is seconds; ms, s, m, h, d suffixes accepted";
@@ -257,6 +266,12 @@ void add_ops_command(CLI::App& app, cli_context& ctx) {
   recover->add_option("--older-than", a->older_than, fmt::format("Started at least this long ago ({})", duration_help))
       ->required();
   on_parsed(recover, ctx, a, run_recover);
+
+  auto* repair = add_leaf(*ops, ctx, *a, "repair-times",
+                          "SQLite: rewrite every stored time that is not canonical UTC text (as migration ops/3 "
+                          "does); PostgreSQL: nothing to do",
+                          "{\"repaired\":N}");
+  on_parsed(repair, ctx, a, run_repair_times);
 }
 
 }  // namespace spool::cli

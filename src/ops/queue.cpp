@@ -536,6 +536,13 @@ std::vector<rescued_op> queue::recover_legacy_orphans(std::chrono::milliseconds 
   return impl_->run([&] { return impl_->st->recover_legacy(older_than, lim); });
 }
 
+std::int64_t queue::repair_times(const call_options& call) {
+  const auto lim = impl_->limits(call);
+  const auto n = impl_->run([&] { return impl_->st->repair_times(lim); });
+  if (n > 0) spool::detail::log().warn("repair_times rewrote {} timestamp(s) of {}", n, impl_->config.table);
+  return n;
+}
+
 // ---- wake-ups ----
 
 std::uint64_t queue::change_marker() {

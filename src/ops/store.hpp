@@ -111,6 +111,9 @@ class store {
   virtual std::vector<rescued_op> rescue(std::chrono::milliseconds lease_timeout, const call_options& call) = 0;
   virtual std::vector<rescued_op> recover_legacy(std::chrono::milliseconds older_than,
                                                  const call_options& call) = 0;
+  // SQLite: normalises every timestamp again (§2.4); the number of values
+  // rewritten. Errors: invalid_state (malformed_row). PostgreSQL: 0.
+  virtual std::int64_t repair_times(const call_options& call) = 0;
   virtual std::uint64_t change_marker(const call_options& call) = 0;
   virtual void wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop,
                                const std::function<bool()>& closed) = 0;

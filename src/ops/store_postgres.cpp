@@ -322,6 +322,9 @@ class postgres_store final : public store {
     return moved("recover_legacy", older_than, call);
   }
 
+  // timestamptz columns cannot hold a malformed time.
+  std::int64_t repair_times(const call_options&) override { return 0; }
+
   std::uint64_t change_marker(const call_options&) override { return db_.wake().generation(); }
 
   void wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "common/embedded_sql.hpp"
 #include "engine/database_impl.hpp"
 #include "migrate/migration_files.hpp"
 #include "ops/store.hpp"
@@ -259,6 +260,30 @@ class sqlite_store final : public store {
   }
   std::vector<rescued_op> recover_legacy(std::chrono::milliseconds older_than, const call_options& call) override {
     return moved("recover_legacy", -older_than, call);
+  }
+
+  std::int64_t repair_times(const call_options& call) override {
+    auto conn = pool_.acquire(call);
+    immediate_tx tx(*conn);
+    try {
+      conn->exec_script(spool::detail::render_template(
+          std::string(spool::detail::embedded_sql("sqlite/ops/scripts/repair_times.sql")), "", config_.table));
+    } catch (const error& e) {
+      if (std::string_view(e.what()).find("spool_malformed_row") == std::string_view::npos) throw;
+      const auto r = conn->query("SELECT id, col, CAST(v AS TEXT) FROM temp.spool_ops_times WHERE c IS NULL LIMIT 1",
+                                 {}, call);
+      throw error(errc::invalid_state,
+                  fmt::format("repair-times: op \"{}\" holds {} = \"{}\", a timestamp in no known form; fix or "
+                              "delete the row (nothing was changed)",
+                              r.empty() ? "?" : r[0][0].value_or(""), r.empty() ? "?" : r[0][1].value_or(""),
+                              r.empty() ? "?" : r[0][2].value_or("NULL")),
+                  "malformed_row");
+    }
+    const auto n = to_i64(conn->query("SELECT count(*) FROM temp.spool_ops_times", {}, call).at(0).at(0));
+    conn->exec_script("DROP TABLE temp.spool_ops_time_check; DROP TABLE temp.spool_ops_times;");
+    tx.commit();
+    if (n > 0) wake_.raise();
+    return n;
   }
 
   // In-process writes (the wake generation) and commits by any other

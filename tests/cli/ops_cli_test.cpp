@@ -231,6 +231,17 @@ TEST_P(ops_cli, RecoverRequeuesRunningOpsOlderThanTheThreshold) {
   expect_failure(run({"ops", "recover", "--json"}), 2, "spool: usage");
 }
 
+TEST_P(ops_cli, RepairTimesRewritesNonCanonicalTimesOnSqliteAndHasNothingToDoOnPostgres) {
+  if (GetParam() == engine_kind::sqlite) {
+    sql("INSERT INTO ops_queue (id, type, not_before) VALUES ('late', 't', '2024-05-01 15:00:00 +0300 MSK')");
+  }
+  EXPECT_EQ(expect_json(run({"ops", "repair-times", "--json"})),
+            (json{{"repaired", GetParam() == engine_kind::sqlite ? 1 : 0}}));
+  if (GetParam() == engine_kind::sqlite) {
+    EXPECT_EQ(expect_json(run({"ops", "get", "late", "--json"}))["not_before"], "2024-05-01T12:00:00Z");
+  }
+}
+
 TEST_P(ops_cli, AConfiguredTableIsUsedByMigrateAndEveryOpsCommand) {
   ASSERT_EQ(run({"migrate", "--component", "ops", "--ops-table", "jobs"}).exit_code, 0);
   const auto id =
@@ -257,7 +268,7 @@ TEST(ops_cli_unmigrated, OpsCommandsOnAnUnmigratedDatabaseAreInvalidStateNamingS
 }
 
 TEST(ops_cli_unmigrated, HelpDescribesEveryOpsCommand) {
-  for (const char* cmd : {"enqueue", "get", "list", "cancel", "retry", "stats", "recover"}) {
+  for (const char* cmd : {"enqueue", "get", "list", "cancel", "retry", "stats", "recover", "repair-times"}) {
     const auto r = run_cli({"ops", cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd;

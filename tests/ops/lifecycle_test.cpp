@@ -321,6 +321,7 @@ TEST_F(ops_postgres_lifecycle, AConfiguredSchemaHoldsTheTableAndItsLedger) {
 TEST_F(ops_postgres_lifecycle, TheSchemaDefaultsToTheConnectionsCurrentSchema) {
   ops::queue q(*db_);
   EXPECT_EQ(q.schema(), "public");
+  EXPECT_EQ(q.repair_times(), 0) << "timestamptz needs no repair";
 }
 
 // ---- SQLite only ----

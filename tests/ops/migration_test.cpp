@@ -280,6 +280,30 @@ TEST_F(ops_sqlite_migration, APreFixNotBeforeWrittenAfterTheMigrationIsADefectAn
   EXPECT_NE(o.defect->find("not_before"), std::string::npos) << *o.defect;
   EXPECT_FALSE(q.dequeue());
   EXPECT_EQ(q.stats().pending, 1);
+  // repair-times normalises it (rounded up: never released early), and it runs.
+  EXPECT_EQ(q.repair_times(), 1);
+  EXPECT_EQ(q.get("late").not_before, ops::parse_time("2024-05-01T12:00:01Z"));
+  EXPECT_FALSE(q.get("late").defect);
+  EXPECT_EQ(q.repair_times(), 0);
+  const auto c = q.dequeue();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->id, "late");
+}
+
+TEST_F(ops_sqlite_migration, RepairTimesRefusesAValueInNoKnownFormAndChangesNothing) {
+  ops::migrate(*db_);
+  sqlite_exec(uri_, "INSERT INTO ops_queue (id, type, not_before) VALUES ('late', 't', '2024-05-01T12:00:00+02:00');"
+                    "INSERT INTO ops_queue (id, type, not_before) VALUES ('junk', 't', 'soon')");
+  ops::queue q(*db_);
+  try {
+    q.repair_times();
+    ADD_FAILURE() << "repaired";
+  } catch (const error& e) {
+    EXPECT_EQ(e.reason(), "malformed_row") << e.what();
+    EXPECT_NE(std::string(e.what()).find("junk"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sqlite_query(uri_, "SELECT not_before FROM ops_queue WHERE id = 'late'").at(0).at(0),
+            "2024-05-01T12:00:00+02:00");
 }
 
 TEST_F(ops_sqlite_migration, MigratePrintShowsTheOpsStepsForATableName) {

@@ -225,6 +225,13 @@ class queue {
   std::vector<rescued_op> recover_legacy_orphans(std::chrono::milliseconds older_than,
                                                  const call_options& call = {});
 
+  // SQLite (§2.4): rewrites every stored timestamp that is not canonical UTC
+  // text (e.g. a not_before a pre-fix filex writer stored after the
+  // migration) and returns how many values changed; the normalisation of
+  // migration ops/3, run again. PostgreSQL: 0. Errors: invalid_state
+  // (malformed_row, naming the op and the column; nothing changed).
+  std::int64_t repair_times(const call_options& call = {});
+
   // ---- wake-ups (§4.9) ----
   // A cheap value that changes after a commit that may have made an op ready:
   // this process's writes on this database, NOTIFYs when notify is on
