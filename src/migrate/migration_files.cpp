@@ -90,10 +90,6 @@ std::vector<std::string> split_statements(const std::string& sql) {
   return out;
 }
 
-namespace {
-thread_local outbox_names current_outbox_names;
-}
-
 outbox_names outbox_names_of(const std::string& table, const std::string& audit_table) {
   outbox_names n;
   if (!table.empty()) {
@@ -105,16 +101,14 @@ outbox_names outbox_names_of(const std::string& table, const std::string& audit_
   return n;
 }
 
-scoped_outbox_names::scoped_outbox_names(outbox_names names) : previous_(std::move(current_outbox_names)) {
-  current_outbox_names = std::move(names);
-}
-scoped_outbox_names::~scoped_outbox_names() { current_outbox_names = std::move(previous_); }
-
 std::string ops_table_or_default(const std::string& ops_table) {
   return ops_table.empty() ? std::string("ops_queue") : ops_table;
 }
 
-std::string render_template(std::string sql, const std::string& schema, const std::string& ops_table) {
+std::string render_template(std::string sql, const std::string& schema, const std::string& ops_table,
+                            const outbox_names* outbox) {
+  const outbox_names defaults;
+  const outbox_names& ob = outbox != nullptr ? *outbox : defaults;
   const std::string s = schema.empty() ? "" : quote_identifier(schema) + ".";
   const std::string name = schema.empty() ? "current_schema()" : sql_literal(schema);
   const std::string table = ops_table_or_default(ops_table);
@@ -122,9 +116,9 @@ std::string render_template(std::string sql, const std::string& schema, const st
                                    {"{{schema_name}}", name},
                                    {"{{ops}}", quote_identifier(table)},
                                    {"{{ops_raw}}", table},
-                                   {"{{outbox}}", quote_identifier(current_outbox_names.table)},
-                                   {"{{outbox_raw}}", current_outbox_names.table},
-                                   {"{{outbox_audit}}", quote_identifier(current_outbox_names.audit_table)}}) {
+                                   {"{{outbox}}", quote_identifier(ob.table)},
+                                   {"{{outbox_raw}}", ob.table},
+                                   {"{{outbox_audit}}", quote_identifier(ob.audit_table)}}) {
     for (std::size_t pos = 0; (pos = sql.find(key, pos)) != std::string::npos; pos += value.size()) {
       sql.replace(pos, key.size(), value);
     }
@@ -133,14 +127,14 @@ std::string render_template(std::string sql, const std::string& schema, const st
 }
 
 std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema,
-                              const std::string& ops_table) {
+                              const std::string& ops_table, const outbox_names* outbox) {
   static const std::pair<const char*, const char*> tables[] = {{"mq", "queue_messages"}};
   std::string table = component;
   for (const auto& [c, t] : tables) {
     if (component == c) table = t;
   }
   if (component == "ops") table = ops_table_or_default(ops_table);
-  if (component == "outbox") table = current_outbox_names.table;
+  if (component == "outbox") table = outbox != nullptr ? outbox->table : outbox_names{}.table;
   if (kind == engine::sqlite) return sql_literal("main." + table);
   if (schema.empty()) return fmt::format("current_schema() || {}", sql_literal("." + table));
   return sql_literal(schema + "." + table);

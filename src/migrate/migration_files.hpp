@@ -33,24 +33,29 @@ const std::vector<std::string>& all_components();
 // Splits a no-transaction section into statements (each ends with ';' at a line end).
 std::vector<std::string> split_statements(const std::string& sql);
 
+struct outbox_names;
+
 // Fills {{s}} (quoted schema and a dot, or nothing), {{schema_name}} (the
 // schema as an SQL value, or current_schema()), {{ops}} (the quoted op-queue
-// table) and {{ops_raw}} (its validated name, inside quoted index names).
-// ops_table must already be validated; empty means "ops_queue".
-std::string render_template(std::string sql, const std::string& schema, const std::string& ops_table = {});
+// table), {{ops_raw}} (its validated name, inside quoted index names),
+// {{outbox}} / {{outbox_audit}} (the quoted outbox tables) and {{outbox_raw}}
+// (the outbox table's validated name). ops_table and outbox must already be
+// validated; empty ops_table means "ops_queue", a null outbox the defaults.
+std::string render_template(std::string sql, const std::string& schema, const std::string& ops_table = {},
+                            const outbox_names* outbox = nullptr);
 
 // The qualified table a component's ledger rows name, as an SQL expression
-// (ops: the configured table, default ops_queue).
+// (ops: the configured table, default ops_queue; outbox: outbox->table, by
+// default outbox_messages).
 std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema,
-                              const std::string& ops_table = {});
+                              const std::string& ops_table = {}, const outbox_names* outbox = nullptr);
 
 // The op-queue table's name: ops_table, or "ops_queue" when empty.
 [[nodiscard]] std::string ops_table_or_default(const std::string& ops_table);
 
 // The outbox's table names for templates ({{outbox}}, {{outbox_raw}},
-// {{outbox_audit}}) and its ledger target. Set for the current thread by the
-// migrator's entry points for the duration of one call, so the templates of
-// every component render from one options value.
+// {{outbox_audit}}) and its ledger target, taken from migrate_options and
+// passed explicitly to render_template / ledger_target_sql.
 struct outbox_names {
   std::string table = "outbox_messages";
   std::string audit_table = "outbox_messages_replay_audit";
@@ -58,16 +63,6 @@ struct outbox_names {
 // Validates options.outbox_table / outbox_audit_table (invalid_identifier)
 // and fills the defaults.
 [[nodiscard]] outbox_names outbox_names_of(const std::string& table, const std::string& audit_table);
-class scoped_outbox_names {
- public:
-  explicit scoped_outbox_names(outbox_names names);
-  ~scoped_outbox_names();
-  scoped_outbox_names(const scoped_outbox_names&) = delete;
-  scoped_outbox_names& operator=(const scoped_outbox_names&) = delete;
-
- private:
-  outbox_names previous_;
-};
 
 // spool::migrate on one SQLite connection (an adopted handle), under BEGIN IMMEDIATE.
 std::vector<applied_migration> migrate_sqlite_connection(sqlite::detail::connection& conn,

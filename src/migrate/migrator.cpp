@@ -40,40 +40,48 @@ std::vector<std::string> selected_components(const migrate_options& o) {
   return o.components;
 }
 
-void validate_options(const migrate_options& o) {
+// The configured table names every template of one call renders with,
+// validated once from the options and passed explicitly (no global state).
+struct targets {
+  std::string ops_table;  // empty: ops_queue
+  detail::outbox_names outbox;
+};
+
+targets validate_options(const migrate_options& o) {
   if (!o.schema.empty()) detail::validate_identifier("schema", o.schema);
   // idx_<table>_running_heartbeat must fit PostgreSQL's 63-byte names.
   if (!o.ops_table.empty()) detail::validate_identifier("ops_table", o.ops_table, 41);
-  (void)detail::outbox_names_of(o.outbox_table, o.outbox_audit_table);
+  return targets{o.ops_table, detail::outbox_names_of(o.outbox_table, o.outbox_audit_table)};
 }
 
-// The outbox's table names for the templates rendered during one call.
-detail::scoped_outbox_names outbox_scope(const migrate_options& o) {
-  return detail::scoped_outbox_names(detail::outbox_names_of(o.outbox_table, o.outbox_audit_table));
+std::string render(const std::string& sql, const std::string& schema, const targets& t) {
+  return detail::render_template(sql, schema, t.ops_table, &t.outbox);
 }
 
-std::string ledger_insert(engine kind, const migration_file& m, const std::string& schema,
-                          const std::string& ops_table) {
+std::string target_sql(engine kind, const std::string& component, const std::string& schema, const targets& t) {
+  return detail::ledger_target_sql(kind, component, schema, t.ops_table, &t.outbox);
+}
+
+std::string ledger_insert(engine kind, const migration_file& m, const std::string& schema, const targets& t) {
   const std::string applied =
       kind == engine::postgres ? "now()" : "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)";
-  return detail::render_template(
+  return render(
       fmt::format("INSERT INTO {{{{s}}}}spool_schema_migrations (component, target, version, checksum, applied_at) "
                   "VALUES ('{}', {}, {}, '{}', {}) ON CONFLICT DO NOTHING;\n",
-                  m.component, detail::ledger_target_sql(kind, m.component, schema, ops_table), m.version, m.checksum,
-                  applied),
-      schema, ops_table);
+                  m.component, target_sql(kind, m.component, schema, t), m.version, m.checksum, applied),
+      schema, t);
 }
 
 // Versions already recorded, by version → checksum.
 template <class Query>
 std::map<int, std::string> applied_versions(Query&& query, engine kind, const std::string& component,
-                                            const std::string& schema, const std::string& ops_table) {
+                                            const std::string& schema, const targets& t) {
   std::map<int, std::string> out;
-  for (const auto& r : query(detail::render_template(
+  for (const auto& r : query(render(
            fmt::format("SELECT version, checksum FROM {{{{s}}}}spool_schema_migrations WHERE component = '{}' AND "
                        "target = {}",
-                       component, detail::ledger_target_sql(kind, component, schema, ops_table)),
-           schema, ops_table))) {
+                       component, target_sql(kind, component, schema, t)),
+           schema, t))) {
     out[std::stoi(*r[0])] = *r[1];
   }
   return out;
@@ -135,14 +143,13 @@ void pg_drop_invalid(pg::detail::connection& c, const migration_file& m, const s
   }
 }
 
-void pg_apply(pg::detail::connection& c, const migration_file& m, const std::string& schema,
-              const std::string& ops_table) {
-  const std::string up = detail::render_template(m.up, schema, ops_table);
+void pg_apply(pg::detail::connection& c, const migration_file& m, const std::string& schema, const targets& t) {
+  const std::string up = render(m.up, schema, t);
   if (m.transactional) {
     c.exec_script("BEGIN");
     try {
       c.exec_script(up);
-      c.exec_script(ledger_insert(engine::postgres, m, schema, ops_table));
+      c.exec_script(ledger_insert(engine::postgres, m, schema, t));
       c.exec_script("COMMIT");
     } catch (...) {
       if (c.healthy()) c.exec_script("ROLLBACK");
@@ -152,11 +159,11 @@ void pg_apply(pg::detail::connection& c, const migration_file& m, const std::str
   }
   pg_drop_invalid(c, m, schema);
   for (const auto& stmt : detail::split_statements(up)) c.exec_script(stmt);
-  c.exec_script(ledger_insert(engine::postgres, m, schema, ops_table));
+  c.exec_script(ledger_insert(engine::postgres, m, schema, t));
 }
 
 std::vector<applied_migration> migrate_postgres(detail::database_impl& db, const std::vector<std::string>& components,
-                                                const std::string& configured_schema, const std::string& ops_table) {
+                                                const std::string& configured_schema, const targets& t) {
   pg_migration_session session(db);
   auto& c = session.conn();
   std::string schema = configured_schema;
@@ -178,13 +185,13 @@ std::vector<applied_migration> migrate_postgres(detail::database_impl& db, const
     std::map<int, std::string> applied;
     if (has_ledger) {
       applied = applied_versions([&](const std::string& sql) { return c.query(sql, {}, intent::read); },
-                                 engine::postgres, component, schema, ops_table);
+                                 engine::postgres, component, schema, t);
     }
     check_checksums(files, applied);
     for (const auto& m : files) {
       if (applied.count(m.version)) continue;
       spool::detail::log().info("applying {}/{} ({}) to schema {}", component, m.version, m.name, schema);
-      pg_apply(c, m, schema, ops_table);
+      pg_apply(c, m, schema, t);
       done.push_back({component, m.version, m.name});
     }
   }
@@ -248,7 +255,7 @@ void sqlite_run_up(sqlite::detail::connection& conn, const std::string& up) {
 }
 
 std::vector<applied_migration> migrate_sqlite_on(sqlite::detail::connection& c, const std::vector<std::string>& components,
-                                                 const std::string& ops_table) {
+                                                 const targets& t) {
   auto* conn = &c;
   sqlite::detail::immediate_tx tx(*conn);  // the migration lock on SQLite
   std::vector<applied_migration> done;
@@ -260,21 +267,21 @@ std::vector<applied_migration> migrate_sqlite_on(sqlite::detail::connection& c, 
     std::map<int, std::string> applied;
     if (has_ledger) {
       applied = applied_versions([&](const std::string& sql) { return conn->query(sql, {}); }, engine::sqlite,
-                                 component, "", ops_table);
+                                 component, "", t);
     }
     check_checksums(files, applied);
     for (const auto& m : files) {
       if (applied.count(m.version)) continue;
       spool::detail::log().info("applying {}/{} ({})", component, m.version, m.name);
       try {
-        sqlite_run_up(*conn, detail::render_template(m.up, "", ops_table));
+        sqlite_run_up(*conn, render(m.up, "", t));
       } catch (const error& e) {
         if (std::string_view(e.what()).find("spool_malformed_row") != std::string_view::npos) {
-          rethrow_malformed_row(*conn, m, ops_table);
+          rethrow_malformed_row(*conn, m, t.ops_table);
         }
         throw;
       }
-      conn->exec_script(ledger_insert(engine::sqlite, m, "", ops_table));
+      conn->exec_script(ledger_insert(engine::sqlite, m, "", t));
       done.push_back({component, m.version, m.name});
     }
   }
@@ -286,23 +293,20 @@ std::vector<applied_migration> migrate_sqlite_on(sqlite::detail::connection& c, 
 
 std::vector<applied_migration> detail::migrate_sqlite_connection(sqlite::detail::connection& conn,
                                                                  const migrate_options& options) {
-  validate_options(options);
-  const auto names = outbox_scope(options);
-  return migrate_sqlite_on(conn, selected_components(options), options.ops_table);
+  const auto t = validate_options(options);
+  return migrate_sqlite_on(conn, selected_components(options), t);
 }
 
 std::vector<applied_migration> migrate(database& db, const migrate_options& options) {
-  validate_options(options);
-  const auto names = outbox_scope(options);
+  const auto t = validate_options(options);
   const auto components = selected_components(options);
-  if (db.kind() == engine::postgres) return migrate_postgres(db.impl(), components, options.schema, options.ops_table);
+  if (db.kind() == engine::postgres) return migrate_postgres(db.impl(), components, options.schema, t);
   auto conn = db.impl().sqlite_pool().acquire();
-  return migrate_sqlite_on(*conn, components, options.ops_table);
+  return migrate_sqlite_on(*conn, components, t);
 }
 
 std::string migration_script(engine kind, const migrate_options& options) {
-  validate_options(options);
-  const auto names = outbox_scope(options);
+  const auto t = validate_options(options);
   const std::string schema = kind == engine::postgres ? options.schema : "";
   std::string out = fmt::format("-- Spool migrations for {} (generated by `spool migrate --print`).\n",
                                 kind == engine::postgres ? "PostgreSQL" : "SQLite");
@@ -313,8 +317,8 @@ std::string migration_script(engine kind, const migrate_options& options) {
     for (const auto& m : detail::migration_files(kind, component)) {
       out += fmt::format("\n-- {}/{} ({}) checksum {}\n", component, m.version, m.name, m.checksum);
       if (m.transactional) out += kind == engine::postgres ? "BEGIN;\n" : "BEGIN IMMEDIATE;\n";
-      out += detail::render_template(m.up, schema, options.ops_table);
-      out += ledger_insert(kind, m, schema, options.ops_table);
+      out += render(m.up, schema, t);
+      out += ledger_insert(kind, m, schema, t);
       if (m.transactional) out += "COMMIT;\n";
     }
   }
@@ -342,28 +346,26 @@ void revert_migration(database& db, const std::string& component_version, bool c
     throw error(errc::invalid_argument,
                 fmt::format("reverting {} may destroy data; confirm with --confirm-data-loss", component_version));
   }
-  validate_options(options);
-  const auto names = outbox_scope(options);
+  const auto t = validate_options(options);
   const auto files = detail::migration_files(db.kind(), component);
   auto it = std::find_if(files.begin(), files.end(), [&](const auto& m) { return m.version == version; });
   if (it == files.end()) throw error(errc::invalid_argument, fmt::format("no migration {}", component_version));
   const std::string del = fmt::format(
       "DELETE FROM {{{{s}}}}spool_schema_migrations WHERE component = '{}' AND version = {} AND target = {}",
-      component, version, detail::ledger_target_sql(db.kind(), component, options.schema, options.ops_table));
+      component, version, target_sql(db.kind(), component, options.schema, t));
   if (db.kind() == engine::postgres) {
     pg_migration_session session(db.impl());
     auto& c = session.conn();
     // The ledger may be dropped by the Down section itself (version 1).
-    c.exec_script(detail::render_template(del, options.schema, options.ops_table));
-    for (const auto& stmt :
-         detail::split_statements(detail::render_template(it->down, options.schema, options.ops_table))) {
+    c.exec_script(render(del, options.schema, t));
+    for (const auto& stmt : detail::split_statements(render(it->down, options.schema, t))) {
       c.exec_script(stmt);
     }
   } else {
     auto conn = db.impl().sqlite_pool().acquire();
     sqlite::detail::immediate_tx tx(*conn);
-    conn->exec_script(detail::render_template(del, "", options.ops_table));
-    conn->exec_script(detail::render_template(it->down, "", options.ops_table));
+    conn->exec_script(render(del, "", t));
+    conn->exec_script(render(it->down, "", t));
     tx.commit();
   }
 }

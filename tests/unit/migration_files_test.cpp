@@ -83,10 +83,14 @@ TEST(migration_files, released_outbox_migrations_keep_their_checksums) {
 }
 
 TEST(migration_files, outbox_templates_render_the_configured_quoted_tables) {
-  const scoped_outbox_names names(outbox_names_of("order", ""));
-  EXPECT_EQ(render_template("CREATE TABLE {{s}}{{outbox}}; CREATE INDEX \"{{outbox_raw}}_claim_idx\"; {{outbox_audit}}", "billing"),
+  const auto names = outbox_names_of("order", "");
+  EXPECT_EQ(render_template("CREATE TABLE {{s}}{{outbox}}; CREATE INDEX \"{{outbox_raw}}_claim_idx\"; {{outbox_audit}}",
+                            "billing", {}, &names),
             "CREATE TABLE \"billing\".\"order\"; CREATE INDEX \"order_claim_idx\"; \"order_replay_audit\"");
-  EXPECT_EQ(ledger_target_sql(engine::postgres, "outbox", "billing"), "'billing.order'");
+  EXPECT_EQ(ledger_target_sql(engine::postgres, "outbox", "billing", {}, &names), "'billing.order'");
+  // Without names, the defaults; nothing is remembered between calls.
+  EXPECT_EQ(render_template("{{outbox}} {{outbox_audit}}", ""), "\"outbox_messages\" \"outbox_messages_replay_audit\"");
+  EXPECT_EQ(ledger_target_sql(engine::sqlite, "outbox", ""), "'main.outbox_messages'");
   EXPECT_THROW((void)outbox_names_of(std::string(51, 'a'), ""), spool::error);
 }
 
