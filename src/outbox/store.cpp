@@ -240,6 +240,53 @@ void store::mark_delivered(const lease_ref& ref, const std::function<void(sqlite
   (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, nullptr, &fn);
 }
 
+std::optional<claimed_message> store::mark_delivered_and_claim_next(const lease_ref& ref, microseconds lease_duration,
+                                                                   serialization mode, const call_options& c) {
+  check_ref(ref);
+  if (lease_duration <= microseconds(0) || lease_duration > options_.max_lease_duration) {
+    invalid("invalid_lease_duration", fmt::format("lease duration {} µs is outside (0, {} µs]", lease_duration.count(),
+                                                  options_.max_lease_duration.count()));
+  }
+  if (mode != serialization::none && mode != serialization::by_ordering_key && mode != serialization::by_topic) {
+    invalid("invalid_serialization", "serialization must be none, by_ordering_key or by_topic");
+  }
+  using outcome = detail::store_backend::deliver_next_outcome;
+  const auto start = std::chrono::steady_clock::now();
+  const outcome o = observed(
+      this, operation::deliver, &store::emit,
+      [&] {
+        std::optional<outcome> r;
+        try {
+          r = backend_->deliver_and_claim_next(ref, lease_duration.count(), mode, c);
+        } catch (...) {
+          detail::rethrow_translated();
+        }
+        if (!r) {
+          throw error(errc::lease_lost, fmt::format("the lease on {} expired or was replaced", ref.id), "lease_lost");
+        }
+        return std::move(*r);
+      },
+      [](event& e, const outcome& r) {
+        e.count = 1;
+        e.topic = r.delivered.topic;
+        e.claim_count = r.delivered.claim_count;
+        e.failure_count = r.delivered.failure_count;
+      },
+      ref.id);
+  if (o.next) {
+    event e;
+    e.op = operation::claim;
+    e.count = 1;
+    e.message_id = o.next->message.id;
+    e.topic = o.next->message.topic;
+    e.claim_count = o.next->message.claim_count;
+    e.failure_count = o.next->message.failure_count;
+    e.duration = std::chrono::duration_cast<microseconds>(std::chrono::steady_clock::now() - start);
+    emit(std::move(e));
+  }
+  return o.next;
+}
+
 void store::retry(const lease_ref& ref, const retry_at& at, const failure& f, const call_options& c) {
   check_ref(ref);
   detail::transition t{detail::transition::kind::retry, {}, {}, {}, {}};

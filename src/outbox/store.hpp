@@ -96,6 +96,15 @@ class store_backend {
                                                const std::function<void(pg::tx&)>* pg_fn,
                                                const std::function<void(sqlite::tx&)>* sqlite_fn,
                                                const call_options& c) = 0;
+  // mark_delivered_and_claim_next (§6.2): T5 and, in the same transaction,
+  // at most one claim of the next eligible row of the delivered row's scope
+  // value for the lease's owner. nullopt: lease lost (nothing changed).
+  struct deliver_next_outcome {
+    transition_row delivered;
+    std::optional<claimed_message> next;
+  };
+  virtual std::optional<deliver_next_outcome> deliver_and_claim_next(const lease_ref& ref, std::int64_t lease_us,
+                                                                     serialization mode, const call_options& c) = 0;
   virtual backlog_info backlog(const call_options& c) = 0;
   // before: (created_at µs, id) exclusive upper bound.
   virtual std::vector<message_summary> inspect(const std::optional<message_state>& state,

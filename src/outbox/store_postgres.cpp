@@ -80,7 +80,8 @@ class postgres_backend final : public store_backend {
  public:
   postgres_backend(database db, names n) : db_(std::move(db)), n_(std::move(n)) {
     for (const char* f : {"claim", "claim_by_key", "claim_by_topic", "claim_undecodable", "lock", "lock_many",
-                          "extend", "deliver", "retry", "dead_letter", "release", "backlog", "inspect", "replay_lock",
+                          "extend", "deliver", "deliver_scope", "claim_next_by_key", "claim_next_by_topic", "retry",
+                          "dead_letter", "release", "backlog", "inspect", "replay_lock",
                           "replay_apply", "prune_delivered", "prune_dead", "archive_select_delivered",
                           "archive_select_dead", "archive_delete", "cutoff", "ping", "schema_version"}) {
       sql_[f] = render(engine::postgres, f, n_);
@@ -177,6 +178,35 @@ class postgres_backend final : public store_backend {
     tx.commit();
     return transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
+  }
+
+  std::optional<deliver_next_outcome> deliver_and_claim_next(const lease_ref& ref, std::int64_t lease_us,
+                                                             serialization mode, const call_options& c) override {
+    spool::detail::check_call(c, "outbox transition");
+    txn tx(impl(), c);  // READ COMMITTED, as claim
+    tx.query(sql_.at("lock"), {ref.id});  // now is read after this lock
+    const auto scope = tx.query(sql_.at("deliver_scope"), {ref.id}, intent::read);
+    const auto rows = tx.query(sql_.at("deliver"), {ref.id, ref.token});
+    if (rows.empty() || scope.empty()) return std::nullopt;  // rolls back: nothing changed
+    deliver_next_outcome out;
+    out.delivered = transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+                                   static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
+    const std::string key = scope[0][0].value_or(""), topic = scope[0][1].value_or(""),
+                      owner = scope[0][2].value_or("");
+    const bool by_key = mode == serialization::by_ordering_key && !key.empty();
+    if (by_key || mode == serialization::by_topic) {
+      const auto next = tx.query(sql_.at(by_key ? "claim_next_by_key" : "claim_next_by_topic"),
+                                 {owner, std::int64_t{1}, lease_us, by_key ? key : topic});
+      for (const auto& r : next) {
+        try {
+          out.next = to_claim(decode_row(r));
+        } catch (const error&) {
+          tx.query(sql_.at("claim_undecodable"), {r.at(2).value_or("")});
+        }
+      }
+    }
+    tx.commit();
+    return out;
   }
 
   backlog_info backlog(const call_options& c) override {

@@ -28,7 +28,8 @@ class sqlite_backend final : public store_backend {
  public:
   sqlite_backend(database db, names n) : db_(std::move(db)), n_(std::move(n)) {
     for (const char* f : {"claim_candidates", "claim_candidates_by_key", "claim_candidates_by_topic", "claim_row",
-                          "claim_undecodable", "extend", "deliver", "retry", "dead_letter", "release", "backlog",
+                          "claim_undecodable", "extend", "deliver", "deliver_scope", "claim_next_by_key",
+                          "claim_next_by_topic", "retry", "dead_letter", "release", "backlog",
                           "inspect", "replay_lock", "replay_audit", "replay_apply", "prune_delivered", "prune_dead",
                           "archive_select_delivered", "archive_select_dead", "archive_delete", "ping",
                           "schema_version"}) {
@@ -135,6 +136,45 @@ class sqlite_backend final : public store_backend {
     tx.commit();
     return transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
+  }
+
+  std::optional<deliver_next_outcome> deliver_and_claim_next(const lease_ref& ref, std::int64_t lease_us,
+                                                             serialization mode, const call_options& c) override {
+    auto conn = impl().sqlite_pool().acquire(c);
+    spool::detail::check_call(c, "outbox transition");
+    immediate_tx tx(*conn);  // the single writer: the row is locked
+    const std::int64_t now = host_now_us();  // read after the lock
+    const auto scope = conn->query(sql_.at("deliver_scope"), {ref.id}, c);
+    const auto rows = conn->query(sql_.at("deliver"), {ref.id, ref.token, now}, c);
+    if (rows.empty() || scope.empty()) return std::nullopt;  // rolls back: nothing changed
+    deliver_next_outcome out;
+    out.delivered = transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+                                   static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
+    const std::string key = scope[0][0].value_or(""), topic = scope[0][1].value_or(""),
+                      owner = scope[0][2].value_or("");
+    const bool by_key = mode == serialization::by_ordering_key && !key.empty();
+    if (by_key || mode == serialization::by_topic) {
+      const auto seqs = conn->query(sql_.at(by_key ? "claim_next_by_key" : "claim_next_by_topic"),
+                                    {now, std::int64_t{1}, by_key ? key : topic}, c);
+      for (const auto& s : seqs) {
+        const auto claimed = conn->query(sql_.at("claim_row"),
+                                         {std::stoll(*s[0]), owner, spool::detail::uuid_v4(), now, lease_us}, c);
+        if (claimed.empty()) continue;
+        try {
+          auto f = decode_row(claimed[0]);
+          claimed_message m;
+          m.owner = f.lease_owner.value_or("");
+          m.ref = {f.message.id, f.lease_token.value_or("")};
+          m.leased_until = f.leased_until.value_or(time_point{});
+          m.message = std::move(f.message);
+          out.next = std::move(m);
+        } catch (const error&) {
+          conn->query(sql_.at("claim_undecodable"), {claimed[0].at(2).value_or(""), now}, c);
+        }
+      }
+    }
+    tx.commit();
+    return out;
   }
 
   backlog_info backlog(const call_options& c) override {

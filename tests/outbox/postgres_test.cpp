@@ -204,6 +204,31 @@ TEST_F(outbox_postgres, a_late_committing_transaction_cannot_be_overtaken_in_an_
   EXPECT_EQ(ids(s.claim("relay", 10, 30s, serialization::by_ordering_key)), (std::vector<std::string>{"k-second"}));
 }
 
+TEST_F(outbox_postgres, mark_delivered_and_claim_next_keeps_the_horizon_rule) {
+  writer w(*db_);
+  store s(*db_);
+  {
+    pg::tx tx(*db_);
+    (void)w.insert(tx, env("k0", "k"));
+    tx.commit();
+  }
+  auto head = s.claim("relay", 10, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(ids(head), (std::vector<std::string>{"k0"}));
+  pg::tx open(*db_);  // holds a transaction id below the next row's
+  (void)open.exec("INSERT INTO app_orders VALUES ('o1')");
+  {
+    pg::tx late(*db_);
+    (void)w.insert(late, env("k1", "k"));
+    late.commit();
+  }
+  // k1 is committed and is the key's head once k0 is delivered, but a
+  // transaction that could still commit an earlier row of k is open.
+  EXPECT_FALSE(s.mark_delivered_and_claim_next(head[0].ref, 30s).has_value());
+  EXPECT_EQ(*db_->exec("SELECT state FROM outbox_messages WHERE id = 'k0'").at(0).at(0), "delivered");
+  open.commit();
+  EXPECT_EQ(ids(s.claim("relay", 10, 30s, serialization::by_ordering_key)), (std::vector<std::string>{"k1"}));
+}
+
 TEST_F(outbox_postgres, in_mode_none_the_later_row_goes_at_once) {
   writer w(*db_);
   store s(*db_);

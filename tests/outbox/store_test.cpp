@@ -173,6 +173,86 @@ TEST_P(outbox_store, a_delivered_head_releases_its_successor_and_two_one_row_cla
   EXPECT_EQ(ids_of(s.claim("relay", 10, 30s, serialization::none)), (std::vector<std::string>{"k3"}));
 }
 
+TEST_P(outbox_store, mark_delivered_and_claim_next_drains_a_key_in_order_for_the_same_owner) {
+  write({env("k1", "t", "k"), env("k2", "t", "k"), env("k3", "t", "k"), env("o1", "t", "other")});
+  auto s = make_store();
+  auto got = s.claim("relay", 10, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(ids_of(got), (std::vector<std::string>{"k1", "o1"}));
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_and_claim_next(got[0].ref, 0s), errc::invalid_argument,
+                      "invalid_lease_duration");
+  auto next = s.mark_delivered_and_claim_next(got[0].ref, 30s);
+  EXPECT_EQ(state_of("k1"), "delivered");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->message.id, "k2");
+  EXPECT_EQ(next->owner, "relay");
+  EXPECT_EQ(next->message.claim_count, 1u);
+  EXPECT_NE(next->ref.token, got[0].ref.token);
+  EXPECT_EQ(state_of("k2"), "leased");
+  EXPECT_EQ(state_of("k3"), "pending");  // one row per scope
+  // The delivered lease is gone: lease_lost, nothing changed, nothing claimed.
+  const auto k3_before = snapshot("k3");
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_and_claim_next(got[0].ref, 30s), errc::lease_lost, "lease_lost");
+  EXPECT_EQ(snapshot("k3"), k3_before);
+  // An expired lease cannot deliver or claim either.
+  expire_lease("k2");
+  const auto k2_before = snapshot("k2");
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_and_claim_next(next->ref, 30s), errc::lease_lost, "lease_lost");
+  EXPECT_EQ(snapshot("k2"), k2_before);
+  EXPECT_EQ(snapshot("k3"), k3_before);
+  // Reclaim k2 (expired), then the chain runs to the end of the key.
+  auto re = s.claim("relay-2", 10, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(ids_of(re), (std::vector<std::string>{"k2"}));
+  auto k3 = s.mark_delivered_and_claim_next(re[0].ref, 30s);
+  ASSERT_TRUE(k3.has_value());
+  EXPECT_EQ(k3->message.id, "k3");
+  EXPECT_EQ(k3->owner, "relay-2");
+  EXPECT_FALSE(s.mark_delivered_and_claim_next(k3->ref, 30s).has_value());
+  EXPECT_EQ(count("state = 'delivered'"), 3);
+  EXPECT_EQ(state_of("o1"), "leased");  // another key is never taken
+}
+
+TEST_P(outbox_store, mark_delivered_and_claim_next_respects_scopes_modes_and_held_heads) {
+  auto s = make_store();
+  // An empty ordering key has no scope in by_ordering_key; mode none has none at all.
+  write({env("e1"), env("e2")});
+  auto e = s.claim("relay", 1, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(ids_of(e), (std::vector<std::string>{"e1"}));
+  EXPECT_FALSE(s.mark_delivered_and_claim_next(e[0].ref, 30s).has_value());
+  EXPECT_EQ(state_of("e1"), "delivered");
+  EXPECT_EQ(state_of("e2"), "pending");
+  auto e2 = s.claim("relay", 1, 30s, serialization::none);
+  ASSERT_EQ(ids_of(e2), (std::vector<std::string>{"e2"}));
+  write({env("n1", "t", "n"), env("n2", "t", "n")});
+  auto n1 = s.claim("relay", 1, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(ids_of(n1), (std::vector<std::string>{"n1"}));
+  EXPECT_FALSE(s.mark_delivered_and_claim_next(n1[0].ref, 30s, serialization::none).has_value());
+  EXPECT_EQ(state_of("n2"), "pending");
+  s.mark_delivered(e2[0].ref);
+  // by_topic scopes by topic.
+  write({env("t1", "topic-x"), env("t2", "topic-x"), env("u1", "topic-y")});
+  auto t = s.claim("relay", 10, 30s, serialization::by_topic);
+  ASSERT_EQ(ids_of(t), (std::vector<std::string>{"n2", "t1", "u1"}));
+  auto t2 = s.mark_delivered_and_claim_next(t[1].ref, 30s, serialization::by_topic);
+  ASSERT_TRUE(t2.has_value());
+  EXPECT_EQ(t2->message.id, "t2");
+  // A successor leased by someone else (unexpired) is not taken; nor is one
+  // retried into the future.
+  write({env("j1", "t", "j"), env("j2", "t", "j"), env("h1", "t", "h"), env("h2", "t", "h")});
+  auto j = s.claim("relay", 10, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(ids_of(j), (std::vector<std::string>{"j1", "h1"}));
+  auto other = s.claim("other", 10, 30s, serialization::none);
+  std::vector<std::string> taken = ids_of(other);
+  ASSERT_NE(std::find(taken.begin(), taken.end(), "j2"), taken.end());
+  for (const auto& c : other) {
+    if (c.message.id == "h2") s.retry(c.ref, retry_at::after(1h), {"later", "m"});
+  }
+  EXPECT_FALSE(s.mark_delivered_and_claim_next(j[0].ref, 30s).has_value());
+  EXPECT_FALSE(s.mark_delivered_and_claim_next(j[1].ref, 30s).has_value());
+  EXPECT_EQ(state_of("j1"), "delivered");
+  EXPECT_EQ(state_of("h1"), "delivered");
+  EXPECT_EQ(state_of("h2"), "pending");
+}
+
 TEST_P(outbox_store, claim_arguments_are_checked_in_order) {
   auto s = make_store();
   EXPECT_OUTBOX_ERROR((void)s.claim("", 0, 0s), errc::invalid_argument, "claim_owner_required");

@@ -218,6 +218,18 @@ class store {
   // Runs fn inside the fenced transaction before T5 commits; an exception rolls back.
   void mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn, const call_options& c = {});
   void mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn, const call_options& c = {});
+  // §6.2: T5 and, in the same transaction, a claim for the lease's owner of
+  // the next eligible row of the delivered row's scope value under §6.1 (head
+  // and, on PostgreSQL, horizon rules), so a hot key drains without poll
+  // waits. The scope is the ordering key in by_ordering_key (an empty key has
+  // none) and the topic in by_topic; mode none has no scope. Returns the new
+  // claim, or nullopt when the scope has no eligible row (the delivery still
+  // commits). Errors: as mark_delivered (lease_lost: nothing changed, nothing
+  // claimed) and as claim (invalid_lease_duration, invalid_serialization).
+  std::optional<claimed_message> mark_delivered_and_claim_next(const lease_ref& ref,
+                                                               std::chrono::microseconds lease_duration,
+                                                               serialization mode = serialization::by_ordering_key,
+                                                               const call_options& c = {});
   void retry(const lease_ref& ref, const retry_at& at, const failure& f, const call_options& c = {});
   void dead_letter(const lease_ref& ref, const failure& f, const call_options& c = {});
   void release_lease(const lease_ref& ref, const call_options& c = {});
