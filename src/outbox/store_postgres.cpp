@@ -29,12 +29,18 @@ std::string array_of(const std::vector<std::string>& v) {
 
 // One short transaction of the store's own on a pooled connection, at READ
 // COMMITTED whatever the database default; rolled back unless committed.
+// Sequential scans are disabled for the transaction (SET LOCAL; the pooled
+// connection's session settings are untouched), so claim, backlog, inspect
+// and retention always use their partial indexes (outbox.md §3.3, scenario
+// 17), also on a small or freshly analysed table where the planner would
+// otherwise pick a sequential scan and cache it in a prepared statement.
 class txn {
  public:
   txn(spool::detail::database_impl& db, const call_options& c)
       : lease_(db.pg_pool().acquire(c)), c_(c) {
     try {
       lease_->exec("BEGIN ISOLATION LEVEL READ COMMITTED", {}, intent::read, c);
+      lease_->exec("SET LOCAL enable_seqscan = off", {}, intent::read, c);
     } catch (...) {
       lease_.discard();
       throw;
@@ -210,8 +216,8 @@ class postgres_backend final : public store_backend {
   }
 
   backlog_info backlog(const call_options& c) override {
-    auto conn = impl().pg_pool().acquire(c);
-    const auto r = conn->query(sql_.at("backlog"), {}, intent::read, c).at(0);
+    txn tx(impl(), c);
+    const auto r = tx.query(sql_.at("backlog"), {}, intent::read).at(0);  // read only: rolled back
     backlog_info b;
     b.pending = std::stoll(*r[0]);
     b.leased = std::stoll(*r[1]);
@@ -229,13 +235,13 @@ class postgres_backend final : public store_backend {
                                        const std::optional<std::string>& topic,
                                        const std::optional<std::pair<std::int64_t, std::string>>& before,
                                        std::size_t limit, const call_options& c) override {
-    auto conn = impl().pg_pool().acquire(c);
-    const auto rows = conn->query(
+    txn tx(impl(), c);
+    const auto rows = tx.query(
         sql_.at("inspect"),
         {state ? param(std::string(to_string(*state))) : param(nullptr), topic ? param(*topic) : param(nullptr),
          before ? param(before->first) : param(nullptr), before ? param(before->second) : param(std::string()),
          static_cast<std::int64_t>(limit)},
-        intent::read, c);
+        intent::read);  // read only: rolled back
     return summaries(rows);
   }
 

@@ -21,7 +21,7 @@ WITH clock AS MATERIALIZED (
          OR (m.xact_id < clock.horizon
              AND NOT EXISTS (
                SELECT 1 FROM {{t}} e
-               WHERE e.state IN ('pending', 'leased') AND e.ordering_key = m.ordering_key
+               WHERE e.state IN ('pending', 'leased') AND e.ordering_key = m.ordering_key AND e.ordering_key <> ''
                  AND (e.xact_id, e.seq) < (m.xact_id, m.seq)
                OFFSET 0)))
   ORDER BY m.available_at, m.xact_id, m.seq
