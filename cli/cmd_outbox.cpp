@@ -163,16 +163,18 @@ archiver file_archiver(const std::string& path) {
   return [path](const std::vector<archived_message>& batch, std::chrono::steady_clock::time_point,
                 std::stop_token) -> archive_outcome {
     std::set<std::string> present;
+    bool torn_tail = false;  // the file does not end with a newline (a crash cut its last line)
     {
       std::ifstream in(path);
       for (std::string line; std::getline(in, line);) {
+        torn_tail = in.eof();
         try {
           present.insert(nlohmann::json::parse(line).at("envelope").at("id").get<std::string>());
         } catch (const std::exception&) {  // a torn last line of an earlier crash: ignored
         }
       }
     }
-    std::string out;
+    std::string out = torn_tail ? "\n" : "";  // never glue a new line onto a torn one
     for (const auto& m : batch) {
       if (present.count(m.message.id) != 0) continue;
       // The envelope is embedded as its canonical JSON object.

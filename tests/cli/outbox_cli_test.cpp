@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -205,6 +206,37 @@ TEST_P(outbox_cli, prune_and_archive_delete_aged_rows_and_the_archive_file_is_id
   expect_failure(run({"outbox", "prune", "--state", "pending", "--older-than", "1h"}), 1,
                  "spool: invalid_argument/invalid_message_state: ");
   expect_failure(run({"outbox", "prune", "--state", "dead", "--older-than", "soon"}), 1, "spool: invalid_argument: ");
+}
+
+TEST_P(outbox_cli, the_file_archiver_skips_ids_already_in_the_file) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(expect_json(run({"outbox", "write", "--topic", "t", "--json"}, "p"))["id"].get<std::string>());
+  }
+  age_all("delivered");
+  // The file already holds ids[0] (a batch archived before a failed commit
+  // comes again) and a torn last line of an earlier crash.
+  const auto file = (dir_.path() / "archive.jsonl").string();
+  {
+    std::ofstream out(file);
+    out << "{\"envelope\":{\"id\":\"" << ids[0] << "\",\"topic\":\"t\"},\"state\":\"delivered\"}\n";
+    out << "{\"envelope\":{\"id\":\"torn";  // no newline: the crash cut the line
+  }
+  const auto archived =
+      expect_json(run({"outbox", "archive", "--state", "delivered", "--older-than", "1h", "--to", file, "--json"}));
+  EXPECT_EQ(archived["deleted"].size(), 3u);  // every aged row is deleted
+  std::ifstream in(file);
+  std::map<std::string, int> seen;
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    try {
+      ++seen[json::parse(line).at("envelope").at("id").get<std::string>()];
+    } catch (const std::exception&) {
+    }
+  }
+  EXPECT_EQ(lines, 4);  // the two lines already there plus ids[1] and ids[2]
+  for (const auto& id : ids) EXPECT_EQ(seen[id], 1) << id;
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, outbox_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),

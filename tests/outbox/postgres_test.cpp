@@ -350,6 +350,86 @@ TEST_F(outbox_postgres, an_older_repeatable_read_snapshot_still_sees_a_pruned_ro
   EXPECT_EQ(replay.get(), "missing");
 }
 
+TEST_F(outbox_postgres, prune_and_archive_skip_an_operator_locked_row) {
+  writer w(*db_);
+  {
+    pg::tx tx(*db_);
+    (void)w.insert_batch(tx, {env("a"), env("b"), env("c")});
+    tx.commit();
+  }
+  store s(*db_);
+  for (const auto& c : s.claim("relay", 3, 30s)) s.mark_delivered(c.ref);
+  db_->exec("UPDATE outbox_messages SET delivered_at = clock_timestamp() - interval '2 hours'");
+  pg_conn op(uri_);  // an operator holding one row
+  ASSERT_EQ(op.run("BEGIN"), "");
+  ASSERT_EQ(op.run("SELECT 1 FROM outbox_messages WHERE id = 'a' FOR UPDATE"), "");
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(s.prune_delivered(cutoff::older_than(1h), 1), (std::vector<std::string>{"b"}));  // a is skipped
+  bool called_with_a = false;
+  auto check = [&](const std::vector<archived_message>& batch, auto, std::stop_token) {
+    for (const auto& m : batch) called_with_a = called_with_a || m.message.id == "a";
+    return archive_outcome{};
+  };
+  EXPECT_EQ(s.archive_and_prune_delivered(cutoff::older_than(1h), 10, check), (std::vector<std::string>{"c"}));
+  EXPECT_FALSE(called_with_a);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);  // skipped, not waited for
+  EXPECT_EQ(count(), 1);
+  ASSERT_EQ(op.run("COMMIT"), "");
+  EXPECT_EQ(s.prune_delivered(cutoff::older_than(1h), 10), (std::vector<std::string>{"a"}));
+}
+
+TEST_F(outbox_postgres, with_notify_a_listener_hears_the_table_only_after_the_callers_commit) {
+  pg_conn listener(uri_);
+  ASSERT_EQ(listener.run("LISTEN spool_outbox"), "");
+  ASSERT_EQ(listener.run("LISTEN other_channel"), "");
+  // Every notification that arrives within `wait`, as channel/payload.
+  auto drain = [&](std::chrono::milliseconds wait) {
+    std::vector<std::string> got;
+    const auto until = std::chrono::steady_clock::now() + wait;
+    do {
+      PQconsumeInput(listener.c);
+      while (PGnotify* n = PQnotifies(listener.c)) {
+        got.push_back(std::string(n->relname) + "/" + n->extra);
+        PQfreemem(n);
+      }
+      if (!got.empty()) break;
+      std::this_thread::sleep_for(10ms);
+    } while (std::chrono::steady_clock::now() < until);
+    return got;
+  };
+  const std::string table = *db_->exec("SELECT current_schema()").at(0).at(0) + ".outbox_messages";
+  writer w(*db_, {.notify = true});
+  {
+    pg::tx tx(*db_);
+    (void)tx.exec("INSERT INTO app_orders VALUES ('o1')");
+    (void)w.insert(tx, env("n1"));
+    EXPECT_TRUE(drain(300ms).empty());  // not before the commit
+    tx.commit();
+  }
+  EXPECT_EQ(drain(5s), (std::vector<std::string>{"spool_outbox/" + table}));
+  {
+    pg::tx tx(*db_);
+    (void)w.insert(tx, env("n2"));
+    tx.rollback();
+  }
+  EXPECT_TRUE(drain(500ms).empty());  // never after a rollback
+  // Without notify nothing is sent; a configured channel is used as given.
+  {
+    pg::tx tx(*db_);
+    (void)writer(*db_).insert(tx, env("n3"));
+    tx.commit();
+  }
+  EXPECT_TRUE(drain(500ms).empty());
+  {
+    outbox_config cfg;
+    cfg.notify_channel = "other_channel";
+    pg::tx tx(*db_);
+    (void)writer(*db_, {.config = cfg, .notify = true}).insert(tx, env("n4"));
+    tx.commit();
+  }
+  EXPECT_EQ(drain(5s), (std::vector<std::string>{"other_channel/" + table}));
+}
+
 TEST_F(outbox_postgres, a_read_only_connection_is_not_writable_for_ping_claim_and_writer) {
   db_->exec("ALTER DATABASE " + *db_->exec("SELECT current_database()").at(0).at(0) +
             " SET default_transaction_read_only = on");
