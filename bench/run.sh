@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/run.sh — spool::mq throughput on PostgreSQL and SQLite, next to what
-# PostgreSQL itself can do with the simplest possible queue table (the floor).
+# bench/run.sh — spool::mq and spool::outbox throughput on PostgreSQL and
+# SQLite, next to what PostgreSQL itself can do with the simplest possible
+# queue table (the floor).
 #
 #   bench/run.sh [> results.jsonl]
 #
@@ -10,21 +11,25 @@
 #   1. spool_mq_bench on PostgreSQL (it runs spool::migrate itself);
 #   2. spool_mq_bench on a SQLite file in a temp directory (synchronous=FULL, so
 #      every commit is an fsync: fewer messages by default to keep the run short);
-#   3. pgbench with custom scripts on a minimal table floor_q(id, payload):
+#   3. spool_outbox_bench on both engines (insert in 1- and 100-envelope
+#      transactions; claim + mark_delivered with 1, 4 and 16 claimers);
+#   4. pgbench with custom scripts on a minimal table floor_q(id, payload):
 #      floor_insert  INSERT … SELECT FROM generate_series(1, batch) per transaction;
 #      floor_claim   DELETE … WHERE ctid = ANY(ARRAY(SELECT ctid … ORDER BY id LIMIT batch
 #                    FOR UPDATE SKIP LOCKED)), i.e. claim-and-delete in one statement;
-#   4. the ratios spool/floor for publish batch 100 and drain batch 100.
+#   5. the ratios spool/floor for publish batch 100 and drain batch 100.
 # Every result is one JSON line on stdout; progress goes to stderr. The server
 # is stopped on exit, also on failure or Ctrl-C. Nothing here asserts timings.
 #
 # Environment: SPOOL_MQ_BENCH (the binary; default build-bench/bench/spool_mq_bench),
+# SPOOL_OUTBOX_BENCH (default build-bench/bench/spool_outbox_bench),
 # MESSAGES (PostgreSQL and floor, default 10000), SQLITE_MESSAGES (default 2000),
 # PAYLOAD_BYTES (default 256).
 set -Eeuo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=${SPOOL_MQ_BENCH:-$ROOT/build-bench/bench/spool_mq_bench}
+OUTBOX_BENCH=${SPOOL_OUTBOX_BENCH:-$ROOT/build-bench/bench/spool_outbox_bench}
 MESSAGES=${MESSAGES:-10000}
 SQLITE_MESSAGES=${SQLITE_MESSAGES:-2000}
 PAYLOAD_BYTES=${PAYLOAD_BYTES:-256}
@@ -34,6 +39,10 @@ say() { echo "run.sh: $*" >&2; }
 
 [[ -x $BENCH ]] || {
   say "$BENCH is not built; run: cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-bench -j2 --target spool_mq_bench"
+  exit 1
+}
+[[ -x $OUTBOX_BENCH ]] || {
+  say "$OUTBOX_BENCH is not built; run: cmake --build build-bench -j2 --target spool_outbox_bench"
   exit 1
 }
 PG_BIN=$(pg_config --bindir 2>/dev/null || true)
@@ -63,6 +72,13 @@ say "spool on PostgreSQL ($MESSAGES messages per workload)"
 say "spool on SQLite ($SQLITE_MESSAGES messages per workload)"
 mkdir -p "$WORK/sqlite"
 "$BENCH" --db "sqlite:$WORK/sqlite/bench.db" --messages "$SQLITE_MESSAGES" --payload-bytes "$PAYLOAD_BYTES" |
+  tee -a "$RESULTS"
+
+say "spool outbox on PostgreSQL ($MESSAGES envelopes per workload)"
+"$OUTBOX_BENCH" --db "$URI" --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" | tee -a "$RESULTS"
+
+say "spool outbox on SQLite ($SQLITE_MESSAGES envelopes per workload)"
+"$OUTBOX_BENCH" --db "sqlite:$WORK/sqlite/outbox.db" --messages "$SQLITE_MESSAGES" --payload-bytes "$PAYLOAD_BYTES" |
   tee -a "$RESULTS"
 
 # ---- the floor: PostgreSQL with no queue semantics at all ----
