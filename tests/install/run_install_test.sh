@@ -4,7 +4,9 @@
 #   1. configure SRC_DIR (library only) into WORK_DIR/build, build, install into WORK_DIR/prefix;
 #   2. check that no public header drags in libpq-fe.h or sqlite3.h (only spool/pg_native.hpp may);
 #   3. build tests/install/consumer with find_package(spool) and run it;
-#   4. compile the same app.cpp with `pkg-config --cflags --libs spool` and run it.
+#   4. with libpqxx present, build and run the spool::outbox_pqxx consumer (pqxx_app.cpp);
+#      without it, check that the adapter was not installed;
+#   5. compile the same app.cpp with `pkg-config --cflags --libs spool` and run it.
 # WORK_DIR/build is kept between runs so a re-run only rebuilds what changed.
 set -euo pipefail
 
@@ -88,6 +90,20 @@ LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$CONSUMER_BU
   fail "find_package(spool) consumer ran but failed"
 LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$CONSUMER_BUILD/native" ||
   fail "spool::pg_native consumer ran but failed"
+
+# The libpqxx adapter: exported as spool::outbox_pqxx (with pqxx.hpp) exactly
+# when libpqxx is found; the consumer builds pqxx_app against it then.
+if pkg-config --exists libpqxx 2>/dev/null; then
+  step "consumer via spool::outbox_pqxx (libpqxx $(pkg-config --modversion libpqxx))"
+  [[ -f $PREFIX/include/spool/outbox/pqxx.hpp ]] || fail "libpqxx is present but spool/outbox/pqxx.hpp was not installed"
+  [[ -f $PREFIX/lib/cmake/spool/spoolOutboxPqxxTargets.cmake ]] || fail "spool::outbox_pqxx was not exported"
+  [[ -x $CONSUMER_BUILD/pqxx_app ]] || fail "the consumer did not build pqxx_app (spool::outbox_pqxx missing?)"
+  LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$CONSUMER_BUILD/pqxx_app" ||
+    fail "spool::outbox_pqxx consumer ran but failed"
+else
+  step "no libpqxx: spool::outbox_pqxx must not be installed"
+  [[ ! -e $PREFIX/include/spool/outbox/pqxx.hpp ]] || fail "spool/outbox/pqxx.hpp installed without libpqxx"
+fi
 
 step "consumer via pkg-config"
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
