@@ -37,7 +37,7 @@ struct consumer::impl {
     }
   }
 
-  void work(std::stop_token stop) {
+  void work(const std::stop_token& stop) {
     std::mt19937_64 rng(std::random_device{}());
     while (!stop.stop_requested()) {
       std::vector<delivered_message> got;
@@ -98,7 +98,7 @@ struct consumer::impl {
     }
   }
 
-  void keep_claims(std::stop_token stop) {
+  void keep_claims(const std::stop_token& stop) {
     std::unique_lock lock(mutex);
     while (!stop.stop_requested() || !in_flight.empty()) {
       const auto now = std::chrono::steady_clock::now();
@@ -142,9 +142,9 @@ void consumer::start() {
   std::lock_guard lock(impl_->lifecycle);
   if (impl_->started || impl_->stopped) throw error(errc::invalid_state, "consumer already started or stopped");
   impl_->started = true;
-  impl_->keeper = std::jthread([this](std::stop_token st) { impl_->keep_claims(st); });
+  impl_->keeper = std::jthread([this](const std::stop_token& st) { impl_->keep_claims(st); });
   for (std::size_t i = 0; i < impl_->opts.concurrency; ++i) {
-    impl_->workers.emplace_back([this](std::stop_token st) { impl_->work(st); });
+    impl_->workers.emplace_back([this](const std::stop_token& st) { impl_->work(st); });
   }
 }
 

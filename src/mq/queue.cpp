@@ -325,6 +325,7 @@ publish_result queue::publish_batch(const std::vector<message>& batch, std::chro
   const std::int64_t d = checked_delay(delay, "delay");
   std::vector<const std::string*> queues(batch.size(), &impl_->opts.name);
   std::vector<const message*> msgs;
+  msgs.reserve(batch.size());
   for (const auto& m : batch) msgs.push_back(&m);
   const auto rows = encode_rows(queues, msgs, impl_->opts.max_payload_bytes);
   const auto inserted = impl_->run([&] { return impl_->st->insert(rows, d, call); });

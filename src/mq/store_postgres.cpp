@@ -137,6 +137,7 @@ class postgres_store final : public store {
     auto conn = db_.pg_pool().acquire(c);
     const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, intent::read, c);
     std::vector<failed_message> out;
+    out.reserve(rows.size());
     for (const auto& r : rows) {
       out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
     }
@@ -158,12 +159,14 @@ class postgres_store final : public store {
                                                     const std::string& actor, const std::string& reason,
                                                     bool dry_run, const call_options& c) override {
     std::vector<const std::string*> id_ptrs;
+    id_ptrs.reserve(ids.size());
     for (const auto& s : ids) id_ptrs.push_back(&s);
     const param id_array = ids.empty() ? param(nullptr) : param(pg::detail::text_array(id_ptrs));
     auto conn = db_.pg_pool().acquire(c);
     const auto rows = dry_run ? conn->query(sql_.at("redrive_preview"), {queue, id_array}, intent::read, c)
                               : conn->query(sql_.at("redrive"), {queue, id_array, actor, reason}, intent::write, c);
     std::vector<std::pair<std::string, bool>> out;
+    out.reserve(rows.size());
     for (const auto& r : rows) out.emplace_back(*r[0], r[1] == "t");
     if (!dry_run) db_.wake().raise();
     return out;

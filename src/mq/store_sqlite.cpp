@@ -118,6 +118,7 @@ class sqlite_store final : public store {
     auto conn = db_.sqlite_pool().acquire(c);
     const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, c);
     std::vector<failed_message> out;
+    out.reserve(rows.size());
     for (const auto& r : rows) {
       out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
     }

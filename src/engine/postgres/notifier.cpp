@@ -13,7 +13,7 @@
 namespace spool::pg::detail {
 
 notifier::notifier(std::function<std::unique_ptr<connection>()> connect, std::function<void()> wake)
-    : connect_(std::move(connect)), wake_(std::move(wake)), thread_([this](std::stop_token st) { run(st); }) {}
+    : connect_(std::move(connect)), wake_(std::move(wake)), thread_([this](const std::stop_token& st) { run(st); }) {}
 
 notifier::~notifier() {
   thread_.request_stop();
@@ -25,7 +25,7 @@ void notifier::listen(const std::string& channel) {
   if (channels_.insert(channel).second) channels_changed_ = true;
 }
 
-void notifier::run(std::stop_token stop) {
+void notifier::run(const std::stop_token& stop) {
   std::unique_ptr<connection> conn;
   std::set<std::string> listening;
   auto backoff = std::chrono::milliseconds(100);

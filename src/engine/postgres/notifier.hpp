@@ -29,7 +29,7 @@ class notifier {
   void listen(const std::string& channel);
 
  private:
-  void run(std::stop_token stop);
+  void run(const std::stop_token& stop);
 
   std::function<std::unique_ptr<connection>()> connect_;
   std::function<void()> wake_;
