@@ -1,0 +1,38 @@
+// The retry curve of op-queue.md §7.3 and the database-error backoff of §7.2.
+#include "backoff.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "spool/ops/worker_pool.hpp"
+
+namespace spool::ops {
+
+std::chrono::milliseconds backoff_delay(std::int32_t attempts, const retry_policy& p, double u) {
+  const double n = std::max<std::int32_t>(attempts, 1) - 1;
+  const double cap = static_cast<double>(p.cap.count());
+  const double raw = std::min(cap, static_cast<double>(p.base.count()) * std::pow(p.multiplier, n));
+  const double factor = 1.0 - p.jitter + 2.0 * p.jitter * std::clamp(u, 0.0, 1.0);
+  const double ms = std::min(cap, raw * factor);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(std::max(0.0, ms))));
+}
+
+namespace detail {
+
+std::chrono::milliseconds db_backoff::next() {
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  const auto base = current_;
+  current_ = std::min(max_, current_ * 2);
+  const double ms = static_cast<double>(base.count()) * jitter(rng_);
+  return std::min(max_, std::chrono::milliseconds(static_cast<std::int64_t>(ms)));
+}
+
+std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end));
+}
+
+}  // namespace detail
+}  // namespace spool::ops
