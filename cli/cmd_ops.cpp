@@ -210,7 +210,7 @@ const char* op_shape =
 
 void add_ops_command(CLI::App& app, cli_context& ctx) {
   auto a = std::make_shared<ops_args>();
-  auto* ops = app.add_subcommand("ops", "Op queue: enqueue, get, list, cancel, retry, stats, recover, repair-times");
+  auto* ops = app.add_subcommand("ops", "Op queue: enqueue, get, list, cancel, retry, stats, recover, repair-times, work");
   ops->require_subcommand(1);
   add_connection_options(*ops, ctx);
   const char* duration_help = "a bare integer is seconds; ms, s, m, h, d suffixes accepted";
@@ -272,6 +272,8 @@ void add_ops_command(CLI::App& app, cli_context& ctx) {
                           "does); PostgreSQL: nothing to do",
                           "{\"repaired\":N}");
   on_parsed(repair, ctx, a, run_repair_times);
+
+  add_ops_work_command(*ops, ctx);  // cmd_ops_work.cpp
 }
 
 }  // namespace spool::cli

@@ -79,5 +79,7 @@ void add_outbox_command(CLI::App& app, cli_context& ctx);
 void add_ops_command(CLI::App& app, cli_context& ctx);
 // `mq work` (cmd_mq_work.cpp), added to the mq command group.
 void add_mq_work_command(CLI::App& mq, cli_context& ctx);
+// `ops work` (cmd_ops_work.cpp), added to the ops command group.
+void add_ops_work_command(CLI::App& ops, cli_context& ctx);
 
 }  // namespace spool::cli

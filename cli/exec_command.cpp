@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 extern char** environ;
@@ -28,6 +30,13 @@ struct fd_closer {
 
 command_result run_command(const std::string& command, const std::string& input,
                            const std::vector<std::pair<std::string, std::string>>& env) {
+  return run_command(command, input, env, {}, std::chrono::milliseconds(0));
+}
+
+command_result run_command(const std::string& command, const std::string& input,
+                           const std::vector<std::pair<std::string, std::string>>& env, const std::stop_token& stop,
+                           std::chrono::milliseconds kill_grace) {
+  const bool stoppable = stop.stop_possible();
   int in_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -52,7 +61,14 @@ command_result run_command(const std::string& command, const std::string& input,
     sigaddset(&defaults, SIGTERM);
     posix_spawnattr_setsigmask(&attr, &empty);
     posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    // A stoppable command gets its own process group, so SIGTERM reaches the
+    // command and not only /bin/sh.
+    if (stoppable) {
+      posix_spawnattr_setpgroup(&attr, 0);
+      flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attr, flags);
 
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
@@ -82,12 +98,29 @@ command_result run_command(const std::string& command, const std::string& input,
       in_w.fd = -1;
       in_open = false;
     }
+    // Stop token: SIGTERM to the command's group, SIGKILL after kill_grace.
+    std::optional<std::chrono::steady_clock::time_point> termed;
+    bool killed = false;
+    auto enforce_stop = [&] {
+      if (!stoppable || !stop.stop_requested()) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (!termed) {
+        termed = now;
+        ::kill(-pid, SIGTERM);
+      } else if (!killed && now - *termed >= kill_grace) {
+        killed = true;
+        ::kill(-pid, SIGKILL);
+      }
+    };
     while (in_open || err_open) {
+      enforce_stop();
       pollfd fds[2];
       int n = 0;
       if (err_open) fds[n++] = {err_r.fd, POLLIN, 0};
       if (in_open) fds[n++] = {in_w.fd, POLLOUT, 0};
-      if (::poll(fds, static_cast<nfds_t>(n), -1) < 0 && errno != EINTR) break;
+      const int pr = ::poll(fds, static_cast<nfds_t>(n), stoppable ? 50 : -1);
+      if (pr < 0 && errno != EINTR) break;
+      if (pr <= 0) continue;
       for (int i = 0; i < n; ++i) {
         if (fds[i].fd == err_r.fd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
           char buf[4096];
@@ -111,7 +144,17 @@ command_result run_command(const std::string& command, const std::string& input,
       }
     }
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (stoppable) {
+      // The command may outlive its stderr: keep enforcing the stop token.
+      for (;;) {
+        const pid_t w = ::waitpid(pid, &status, WNOHANG);
+        if (w == pid || (w < 0 && errno != EINTR)) break;
+        enforce_stop();
+        ::poll(nullptr, 0, 50);
+      }
+    } else {
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
     }
     command_result out;
     out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -3,6 +3,8 @@
 // the command's own summary). Used by `spool mq work` (and `ops work`).
 #pragma once
 
+#include <chrono>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,5 +20,12 @@ struct command_result {
 // when it cannot be started.
 command_result run_command(const std::string& command, const std::string& input,
                            const std::vector<std::pair<std::string, std::string>>& env);
+
+// The same, stoppable: once stop is requested the command's process group
+// (it gets its own) receives SIGTERM, then SIGKILL after kill_grace. Used by
+// `spool ops work` for shutdown cancellation (op-queue.md §7.4).
+command_result run_command(const std::string& command, const std::string& input,
+                           const std::vector<std::pair<std::string, std::string>>& env, const std::stop_token& stop,
+                           std::chrono::milliseconds kill_grace);
 
 }  // namespace spool::cli
