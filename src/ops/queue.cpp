@@ -41,8 +41,8 @@ void validate(const queue_options& o) {
   if (o.max_payload_bytes == 0) throw error(errc::invalid_argument, "max_payload_bytes must be positive");
   if (o.call_timeout.count() <= 0) throw error(errc::invalid_argument, "call_timeout must be positive");
   if (o.default_retry_delay.count() < 0) {
-    throw error(errc::invalid_argument,
-                fmt::format("default_retry_delay must not be negative, got {}s", o.default_retry_delay.count()));
+    throw error(errc::invalid_argument, fmt::format("default_retry_delay must not be negative, got {}s",
+                                                    o.default_retry_delay.count()));
   }
 }
 
@@ -142,8 +142,8 @@ struct queue::impl {
   // Dedup outcomes (§6) around an inserter and a holder lookup that run on
   // the same connection or transaction.
   template <class Insert, class Holders>
-  std::vector<enqueue_result> enqueue(const std::vector<new_op>& ops, const enqueue_options& options, bool single,
-                                      Insert&& insert, Holders&& holders) {
+  std::vector<enqueue_result> enqueue(const std::vector<new_op>& ops, const enqueue_options& options,
+                                      bool single, Insert&& insert, Holders&& holders) {
     auto items = detail::prepare_batch(ops, opts.max_payload_bytes, !single);
     std::vector<enqueue_result> out(items.size());
     if (items.empty()) return out;
@@ -170,7 +170,8 @@ struct queue::impl {
         }
         const auto h = holders(keys);
         const std::string holder = h.at(0).value_or("");
-        throw duplicate_op(fmt::format("pending op \"{}\" already holds dedup key \"{}\"", holder, keys[0]), holder);
+        throw duplicate_op(fmt::format("pending op \"{}\" already holds dedup key \"{}\"", holder, keys[0]),
+                           holder);
       }
       // return_existing: a holder claimed since the conflict freed its key, so
       // those items are inserted again; the call never returns neither.
@@ -278,15 +279,17 @@ queue::~queue() {
 
 enqueue_result queue::enqueue(const new_op& o, const enqueue_options& options, const call_options& call) {
   const auto lim = impl_->limits(call);
-  return impl_->run([&] {
-    return impl_->enqueue(
-        {o}, options, true, [&](const auto& items) { return impl_->st->insert(items, lim); },
-        [&](const auto& keys) { return impl_->st->holders(keys, lim); });
-  }).at(0);
+  return impl_
+      ->run([&] {
+        return impl_->enqueue(
+            {o}, options, true, [&](const auto& items) { return impl_->st->insert(items, lim); },
+            [&](const auto& keys) { return impl_->st->holders(keys, lim); });
+      })
+      .at(0);
 }
 
-std::vector<enqueue_result> queue::enqueue_batch(const std::vector<new_op>& ops, const enqueue_options& options,
-                                                 const call_options& call) {
+std::vector<enqueue_result> queue::enqueue_batch(const std::vector<new_op>& ops,
+                                                 const enqueue_options& options, const call_options& call) {
   const auto lim = impl_->limits(call);
   return impl_->run([&] {
     return impl_->enqueue(
@@ -320,8 +323,12 @@ std::vector<enqueue_result> queue::enqueue_batch(pg::tx& tx, const std::vector<n
   const auto& cfg = impl_->config;
   return enqueue_in(
       *impl_, tx, ops, options, false,
-      [&](pg::detail::connection& c, const auto& items) { return detail::postgres_insert(c, cfg, items, {}); },
-      [&](pg::detail::connection& c, const auto& keys) { return detail::postgres_holders(c, cfg, keys, {}); });
+      [&](pg::detail::connection& c, const auto& items) {
+        return detail::postgres_insert(c, cfg, items, {});
+      },
+      [&](pg::detail::connection& c, const auto& keys) {
+        return detail::postgres_holders(c, cfg, keys, {});
+      });
 }
 
 std::vector<enqueue_result> queue::enqueue_batch(sqlite::tx& tx, const std::vector<new_op>& ops,
@@ -330,8 +337,12 @@ std::vector<enqueue_result> queue::enqueue_batch(sqlite::tx& tx, const std::vect
   const auto& cfg = impl_->config;
   return enqueue_in(
       *impl_, tx, ops, options, false,
-      [&](sqlite::detail::connection& c, const auto& items) { return detail::sqlite_insert(c, cfg, items, {}); },
-      [&](sqlite::detail::connection& c, const auto& keys) { return detail::sqlite_holders(c, cfg, keys, {}); });
+      [&](sqlite::detail::connection& c, const auto& items) {
+        return detail::sqlite_insert(c, cfg, items, {});
+      },
+      [&](sqlite::detail::connection& c, const auto& keys) {
+        return detail::sqlite_holders(c, cfg, keys, {});
+      });
 }
 
 enqueue_result queue::enqueue(pg::tx& tx, const new_op& o, const enqueue_options& options) {
@@ -339,8 +350,12 @@ enqueue_result queue::enqueue(pg::tx& tx, const new_op& o, const enqueue_options
   const auto& cfg = impl_->config;
   return enqueue_in(
              *impl_, tx, {o}, options, true,
-             [&](pg::detail::connection& c, const auto& items) { return detail::postgres_insert(c, cfg, items, {}); },
-             [&](pg::detail::connection& c, const auto& keys) { return detail::postgres_holders(c, cfg, keys, {}); })
+             [&](pg::detail::connection& c, const auto& items) {
+               return detail::postgres_insert(c, cfg, items, {});
+             },
+             [&](pg::detail::connection& c, const auto& keys) {
+               return detail::postgres_holders(c, cfg, keys, {});
+             })
       .at(0);
 }
 
@@ -349,8 +364,12 @@ enqueue_result queue::enqueue(sqlite::tx& tx, const new_op& o, const enqueue_opt
   const auto& cfg = impl_->config;
   return enqueue_in(
              *impl_, tx, {o}, options, true,
-             [&](sqlite::detail::connection& c, const auto& items) { return detail::sqlite_insert(c, cfg, items, {}); },
-             [&](sqlite::detail::connection& c, const auto& keys) { return detail::sqlite_holders(c, cfg, keys, {}); })
+             [&](sqlite::detail::connection& c, const auto& items) {
+               return detail::sqlite_insert(c, cfg, items, {});
+             },
+             [&](sqlite::detail::connection& c, const auto& keys) {
+               return detail::sqlite_holders(c, cfg, keys, {});
+             })
       .at(0);
 }
 
@@ -400,12 +419,13 @@ void queue::ack(std::string_view id, std::string_view token, const call_options&
 op_status queue::fail(std::string_view id, std::string_view token, std::string_view message, bool retry,
                       const call_options& call) {
   auto rq = request(detail::fence_request::kind::fail, id, token, message, retry);
-  if (retry) rq.retry_delay = std::chrono::duration_cast<std::chrono::microseconds>(impl_->opts.default_retry_delay);
+  if (retry)
+    rq.retry_delay = std::chrono::duration_cast<std::chrono::microseconds>(impl_->opts.default_retry_delay);
   return impl_->outcome(std::move(rq), call);
 }
 
-op_status queue::fail(std::string_view id, std::string_view token, std::string_view message, time_point next_run,
-                      const call_options& call) {
+op_status queue::fail(std::string_view id, std::string_view token, std::string_view message,
+                      time_point next_run, const call_options& call) {
   auto rq = request(detail::fence_request::kind::fail, id, token, message, true);
   rq.retry_at = next_run;
   return impl_->outcome(std::move(rq), call);
@@ -478,9 +498,11 @@ std::int64_t checked_limit(std::int64_t limit) {
 }
 }  // namespace
 
-list_page queue::list(std::string_view status, std::int64_t limit, std::int64_t offset, const call_options& call) {
+list_page queue::list(std::string_view status, std::int64_t limit, std::int64_t offset,
+                      const call_options& call) {
   const auto n = checked_limit(limit);
-  if (offset < 0) throw error(errc::invalid_argument, fmt::format("offset must not be negative, got {}", offset));
+  if (offset < 0)
+    throw error(errc::invalid_argument, fmt::format("offset must not be negative, got {}", offset));
   const auto lim = impl_->limits(call);
   auto [rows, total] = impl_->run([&] { return impl_->st->list(std::string(status), n, offset, lim); });
   list_page out;
@@ -510,15 +532,18 @@ queue_stats queue::stats(const call_options& call) {
 
 std::int64_t queue::recover_orphans(std::chrono::seconds older_than, const call_options& call) {
   if (older_than.count() < 0) {
-    throw error(errc::invalid_argument, fmt::format("older_than must not be negative, got {}s", older_than.count()));
+    throw error(errc::invalid_argument,
+                fmt::format("older_than must not be negative, got {}s", older_than.count()));
   }
   const auto lim = impl_->limits(call);
   const auto n = impl_->run([&] { return impl_->st->recover_orphans(older_than, lim); });
-  if (n > 0) spool::detail::log().info("recover_orphans requeued {} running op(s) of {}", n, impl_->config.table);
+  if (n > 0)
+    spool::detail::log().info("recover_orphans requeued {} running op(s) of {}", n, impl_->config.table);
   return n;
 }
 
-std::vector<rescued_op> queue::rescue_expired(std::chrono::milliseconds lease_timeout, const call_options& call) {
+std::vector<rescued_op> queue::rescue_expired(std::chrono::milliseconds lease_timeout,
+                                              const call_options& call) {
   if (lease_timeout.count() <= 0) {
     throw error(errc::invalid_argument,
                 fmt::format("lease_timeout must be positive, got {}ms", lease_timeout.count()));
@@ -530,7 +555,8 @@ std::vector<rescued_op> queue::rescue_expired(std::chrono::milliseconds lease_ti
 std::vector<rescued_op> queue::recover_legacy_orphans(std::chrono::milliseconds older_than,
                                                       const call_options& call) {
   if (older_than.count() < 0) {
-    throw error(errc::invalid_argument, fmt::format("older_than must not be negative, got {}ms", older_than.count()));
+    throw error(errc::invalid_argument,
+                fmt::format("older_than must not be negative, got {}ms", older_than.count()));
   }
   const auto lim = impl_->limits(call);
   return impl_->run([&] { return impl_->st->recover_legacy(older_than, lim); });
@@ -549,9 +575,13 @@ std::uint64_t queue::change_marker() {
   return impl_->run([&] { return impl_->st->change_marker(impl_->limits({})); });
 }
 
-void queue::wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop) {
+queue::wake queue::wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout,
+                                   std::stop_token stop) {
   if (impl_->is_closed()) throw impl_->stopped_error();
-  impl_->st->wait_for_change(seen, timeout, std::move(stop), [this] { return impl_->is_closed(); });
+  impl_->st->wait_for_change(seen, timeout, stop, [this] { return impl_->is_closed(); });
+  if (impl_->is_closed()) return wake::closed;
+  if (stop.stop_requested()) return wake::stopped;
+  return change_marker() != seen ? wake::changed : wake::timed_out;
 }
 
 // ---- lifecycle ----
@@ -579,7 +609,8 @@ std::vector<applied_migration> migrate(database& db, const queue_options& option
 
 std::string default_owner() {
   char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "localhost");
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof host, "localhost");
   std::string out = fmt::format("{}:{}:{}", host, ::getpid(), detail::random_hex(4));
   if (out.size() > 255) out = out.substr(out.size() - 255);
   return out;

@@ -143,7 +143,8 @@ class queue {
   // One result per input, in order, in one transaction. Atomic for validation
   // and database errors (the error names the item's index); dedup collisions
   // are per item (created = false), the first item of the batch winning.
-  std::vector<enqueue_result> enqueue_batch(const std::vector<new_op>& ops, const enqueue_options& options = {},
+  std::vector<enqueue_result> enqueue_batch(const std::vector<new_op>& ops,
+                                            const enqueue_options& options = {},
                                             const call_options& call = {});
   std::vector<enqueue_result> enqueue_batch(pg::tx& tx, const std::vector<new_op>& ops,
                                             const enqueue_options& options = {});
@@ -157,8 +158,8 @@ class queue {
   // (or a lost race) is an empty optional. On SQLite an idle call takes only a
   // read lock. Errors: invalid_argument (a type or owner), stopped,
   // unavailable, in_doubt.
-  [[nodiscard]] std::optional<op> dequeue(const std::vector<std::string>& types = {}, std::string_view owner = {},
-                                          const call_options& call = {});
+  [[nodiscard]] std::optional<op> dequeue(const std::vector<std::string>& types = {},
+                                          std::string_view owner = {}, const call_options& call = {});
   // True when an op of one of types (empty: any) is ready now; a read only.
   [[nodiscard]] bool has_ready(const std::vector<std::string>& types = {}, const call_options& call = {});
 
@@ -182,12 +183,14 @@ class queue {
   op_status fail(std::string_view id, std::string_view token, std::string_view message,
                  std::chrono::microseconds delay, const call_options& call = {});
   // Back to pending without consuming the attempt (T7), e.g. on shutdown.
-  void release(std::string_view id, std::string_view token, std::string_view message, const call_options& call = {});
+  void release(std::string_view id, std::string_view token, std::string_view message,
+               const call_options& call = {});
   // heartbeat_at = now (T3).
   void heartbeat(std::string_view id, std::string_view token, const call_options& call = {});
   // Refreshes many leases in one statement; returns the ones that are gone
   // (not running under that token any more). Errors: stopped, unavailable.
-  [[nodiscard]] std::vector<lease> heartbeat_batch(const std::vector<lease>& leases, const call_options& call = {});
+  [[nodiscard]] std::vector<lease> heartbeat_batch(const std::vector<lease>& leases,
+                                                   const call_options& call = {});
 
   // ---- operator calls (§4.6–§4.8) ----
   // pending → cancelled (T11); returns the op after. Errors: not_found,
@@ -205,8 +208,8 @@ class queue {
                                const call_options& call = {});
   // Keyset pages in the same order, strictly after cursor (empty: the
   // start). Errors: invalid_argument (limit, malformed cursor).
-  [[nodiscard]] keyset_page list_after(std::string_view status, std::int64_t limit, std::string_view cursor = {},
-                                       const call_options& call = {});
+  [[nodiscard]] keyset_page list_after(std::string_view status, std::int64_t limit,
+                                       std::string_view cursor = {}, const call_options& call = {});
   // Five counts from one snapshot.
   [[nodiscard]] queue_stats stats(const call_options& call = {});
   // Requeues (T10) every running op whose started_at is NULL or ≤ now −
@@ -219,7 +222,8 @@ class queue {
   // heartbeat_at is older than now − lease_timeout become pending (T8), or
   // failed once the budget is spent (T9). Ops with a fresh heartbeat are
   // never taken. Errors: invalid_argument (not positive).
-  std::vector<rescued_op> rescue_expired(std::chrono::milliseconds lease_timeout, const call_options& call = {});
+  std::vector<rescued_op> rescue_expired(std::chrono::milliseconds lease_timeout,
+                                         const call_options& call = {});
   // §5.3: running ops without a token (filex claims) whose started_at is NULL
   // or older than older_than are requeued (T10).
   std::vector<rescued_op> recover_legacy_orphans(std::chrono::milliseconds older_than,
@@ -237,10 +241,13 @@ class queue {
   // this process's writes on this database, NOTIFYs when notify is on
   // (PostgreSQL), and commits by other processes (SQLite, PRAGMA data_version).
   [[nodiscard]] std::uint64_t change_marker();
-  // Waits until change_marker() != seen, timeout, stop requested or close.
-  // PostgreSQL with notify: listens on notify_channel through the process's
-  // shared listener. SQLite: re-reads the commit detector every 50 ms.
-  void wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop = {});
+  // Why wait_for_change returned; checked in this order (close wins).
+  enum class wake { closed, stopped, changed, timed_out };
+  // Waits until change_marker() != seen, timeout, stop requested or close, and
+  // says which. PostgreSQL with notify: listens on notify_channel through the
+  // process's shared listener. SQLite: re-reads the commit detector every
+  // 50 ms. Errors: stopped when already closed. Thread-safe.
+  wake wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop = {});
 
   // Closes what the driver opened (the private database of open()), never an
   // adopted handle or a caller's database. Waits for running calls;
