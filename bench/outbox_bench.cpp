@@ -105,14 +105,20 @@ void report(const context& c, const result& r) {
 // Writes `n` envelopes in transactions of `tx_batch`, in the engine's own
 // caller transaction, as an application would.
 void write_envelopes(context& c, int n, int tx_batch) {
-  ob::writer w(c.db, {.max_batch_size = static_cast<std::size_t>(std::max(tx_batch, 1))});
+  // Options and params are filled by member (not designated initializers) so
+  // -Wextra does not warn about every member left at its default.
+  ob::writer_options wo;
+  wo.max_batch_size = static_cast<std::size_t>(std::max(tx_batch, 1));
+  ob::writer w(c.db, wo);
   const ob::envelope_builder builder;
-  const std::string payload(static_cast<std::size_t>(c.s.payload_bytes), 'x');
+  ob::envelope_params params;
+  params.topic = "bench";
+  params.payload = std::string(static_cast<std::size_t>(c.s.payload_bytes), 'x');
   for (int done = 0; done < n;) {
     const int k = std::min(tx_batch, n - done);
     std::vector<ob::envelope> batch;
     batch.reserve(static_cast<std::size_t>(k));
-    for (int i = 0; i < k; ++i) batch.push_back(builder.build({.topic = "bench", .payload = payload}));
+    for (int i = 0; i < k; ++i) batch.push_back(builder.build(params));
     if (c.db.kind() == spool::engine::postgres) {
       spool::pg::tx tx(c.db);
       (void)w.insert_batch(tx, batch);
@@ -217,7 +223,9 @@ int run(settings s) {
 
   bool ok = true;
   for (int tx_batch : {1, 100}) ok = bench_insert(c, tx_batch) && ok;
-  ob::store store(c.db, {.max_lease_duration = lease});
+  ob::store_options so;
+  so.max_lease_duration = lease;
+  ob::store store(c.db, so);
   for (int claimers : {1, 4, max_claimers}) ok = bench_deliver(c, store, claimers) && ok;
   return ok ? 0 : 1;
 }
