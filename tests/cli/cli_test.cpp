@@ -2,104 +2,25 @@
 // JSON shapes of DESIGN.md (Shared contracts → CLI), on SQLite and PostgreSQL.
 // The binary is $SPOOL_CLI; PostgreSQL comes from tests/support (the `pg`
 // CTest fixture).
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cli_runner.hpp"
 #include "support/test_db.hpp"
-
-extern char** environ;
 
 namespace {
 
 using nlohmann::json;
-
-struct cli_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string cli_path() {
-  const char* p = std::getenv("SPOOL_CLI");
-  if (p == nullptr || *p == '\0')
-    throw std::runtime_error("SPOOL_CLI is not set: run the tests through ctest");
-  return p;
-}
-
-// Runs the binary with args (no shell, so no quoting), stdin from input, and
-// stdout/stderr captured through files, which cannot deadlock as pipes can.
-cli_result run_cli(const std::vector<std::string>& args, const std::string& input = "") {
-  static const spool::test::temp_dir io;  // one scratch directory per process
-  const auto in = io.path() / "stdin", out = io.path() / "stdout", err = io.path() / "stderr";
-  std::ofstream(in, std::ios::binary) << input;
-
-  const std::string exe = cli_path();
-  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("cannot run " + exe + ": " + std::strerror(rc));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  cli_result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
-
-// A failure as the contract defines it: the exit code, nothing on stdout and
-// one stderr line starting with prefix.
-void expect_failure(const cli_result& r, int exit_code, const std::string& prefix) {
-  EXPECT_EQ(r.exit_code, exit_code) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
-  EXPECT_EQ(count_lines(r.err), 1) << r.err;
-}
-
-json expect_json(const cli_result& r) {
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(count_lines(r.out), 1) << r.out;  // one document
-  return json::parse(r.out);
-}
+using spool::test::cli_result;
+using spool::test::count_lines;
+using spool::test::expect_failure;
+using spool::test::expect_json;
+using spool::test::run_cli;
+using spool::test::with;
 
 enum class engine_kind { sqlite, postgres };
 

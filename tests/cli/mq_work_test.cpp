@@ -1,64 +1,23 @@
 // `spool mq work` as a real process: it runs CMD per message, acks on exit 0,
 // nacks otherwise, and stops gracefully on SIGTERM/SIGINT with exit 0.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
+#include "cli_runner.hpp"
 #include "spool/database.hpp"
 #include "spool/migrate.hpp"
 #include "spool/mq/queue.hpp"
 #include "support/test_db.hpp"
 
-extern char** environ;
-
 namespace {
 
 using namespace std::chrono_literals;
-
-struct background {
-  pid_t pid = 0;
-  std::filesystem::path out, err;
-};
-
-background start_work(const std::vector<std::string>& args, const spool::test::temp_dir& dir) {
-  const char* exe = std::getenv("SPOOL_CLI");
-  if (exe == nullptr) throw std::runtime_error("SPOOL_CLI is not set: run the tests through ctest");
-  background b{0, dir.path() / "work.out", dir.path() / "work.err"};
-  std::vector<char*> argv{const_cast<char*>(exe)};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, b.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, b.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (posix_spawn(&b.pid, exe, &fa, nullptr, argv.data(), environ) != 0) throw std::runtime_error("spawn failed");
-  posix_spawn_file_actions_destroy(&fa);
-  return b;
-}
-
-int stop_work(const background& b, int sig) {
-  kill(b.pid, sig);
-  int status = 0;
-  waitpid(b.pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using spool::test::cli_process;
+using spool::test::read_file;
 
 class mq_work : public ::testing::TestWithParam<bool> {
  protected:
@@ -80,18 +39,20 @@ TEST_P(mq_work, each_message_is_fed_to_the_command_and_acked_then_sigterm_stops_
   spool::mq::message a{.id = "a", .mediation_type = "HTTP"}, b{.id = "b", .message_group_id = "g"};
   (void)q.publish_batch({a, b});
   const auto log = dir_.path() / "handled.log";
-  const auto worker = start_work({"mq", "work", "--queue", "w", "--concurrency", "2", "--json", "--db", uri_, "--exec",
-                                  "cat >> " + log.string() + " && echo \"$SPOOL_MQ_ID ${SPOOL_MQ_GROUP:-none} "
-                                                             "$SPOOL_MQ_RECEIVE_COUNT\" >> " + log.string()},
-                                 dir_);
+  cli_process worker({"mq", "work", "--queue", "w", "--concurrency", "2", "--json", "--db", uri_, "--exec",
+                      "cat >> " + log.string() +
+                          " && echo \"$SPOOL_MQ_ID ${SPOOL_MQ_GROUP:-none} "
+                          "$SPOOL_MQ_RECEIVE_COUNT\" >> " +
+                          log.string()},
+                     dir_.path());
   for (int i = 0; i < 200 && rows() > 0; ++i) std::this_thread::sleep_for(50ms);
   EXPECT_EQ(rows(), 0);
-  EXPECT_EQ(stop_work(worker, SIGTERM), 0) << slurp(worker.err);
-  const auto handled = slurp(log);
+  EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
+  const auto handled = read_file(log);
   EXPECT_NE(handled.find(R"({"id":"a","mediationType":"HTTP","mediationTarget":""})"), std::string::npos) << handled;
   EXPECT_NE(handled.find("a none 1"), std::string::npos) << handled;
   EXPECT_NE(handled.find("b g 1"), std::string::npos) << handled;
-  const auto summary = nlohmann::json::parse(slurp(worker.out));
+  const auto summary = nlohmann::json::parse(worker.out());
   EXPECT_EQ(summary["acked"], 2);
   EXPECT_EQ(summary["nacked"], 0);
   EXPECT_EQ(summary["stopped_by"], "SIGTERM");
@@ -100,16 +61,17 @@ TEST_P(mq_work, each_message_is_fed_to_the_command_and_acked_then_sigterm_stops_
 TEST_P(mq_work, a_failing_command_nacks_its_message_with_a_delay) {
   spool::mq::queue q(*db_, {.name = "w"});
   (void)q.publish(spool::mq::message{.id = "bad"});
-  const auto worker =
-      start_work({"mq", "work", "--queue", "w", "--db", uri_, "--exec", "echo 'no such customer' >&2; exit 3"}, dir_);
+  cli_process worker(
+      {"mq", "work", "--queue", "w", "--db", uri_, "--exec", "echo 'no such customer' >&2; exit 3"},
+      dir_.path());
   // Nacked: released (no receipt) and delayed by about a second.
   for (int i = 0; i < 200 && rows("receive_count >= 1 AND receipt_handle IS NULL") == 0; ++i) {
     std::this_thread::sleep_for(25ms);
   }
-  EXPECT_EQ(stop_work(worker, SIGINT), 0) << slurp(worker.err);
+  EXPECT_EQ(worker.stop(SIGINT), 0) << worker.err();
   EXPECT_EQ(rows("id = 'bad'"), 1);
-  EXPECT_NE(slurp(worker.out).find("nacked"), std::string::npos);
-  EXPECT_NE(slurp(worker.err).find("no such customer"), std::string::npos);
+  EXPECT_NE(worker.out().find("nacked"), std::string::npos);
+  EXPECT_NE(worker.err().find("no such customer"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, mq_work, ::testing::Values(true, false),

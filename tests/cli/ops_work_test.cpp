@@ -1,67 +1,26 @@
 // `spool ops work` as a real process (op-queue.md §7.4): it runs CMD per op
 // with the op JSON on stdin; exit 0 = done, 65 = failed without retry, other
 // = failed with retry; SIGTERM/SIGINT stop it gracefully with exit 0.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
+#include "cli_runner.hpp"
 #include "spool/database.hpp"
 #include "spool/migrate.hpp"
 #include "spool/ops/queue.hpp"
 #include "support/test_db.hpp"
 
-extern char** environ;
-
 namespace {
 
 using namespace std::chrono_literals;
-
-struct background {
-  pid_t pid = 0;
-  std::filesystem::path out, err;
-};
-
-background start_work(const std::vector<std::string>& args, const spool::test::temp_dir& dir) {
-  const char* exe = std::getenv("SPOOL_CLI");
-  if (exe == nullptr) throw std::runtime_error("SPOOL_CLI is not set: run the tests through ctest");
-  background b{0, dir.path() / "work.out", dir.path() / "work.err"};
-  std::vector<char*> argv{const_cast<char*>(exe)};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, b.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, b.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (posix_spawn(&b.pid, exe, &fa, nullptr, argv.data(), environ) != 0) throw std::runtime_error("spawn failed");
-  posix_spawn_file_actions_destroy(&fa);
-  return b;
-}
-
-int stop_work(const background& b, int sig) {
-  kill(b.pid, sig);
-  int status = 0;
-  waitpid(b.pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using spool::test::cli_process;
+using spool::test::read_file;
 
 class ops_work : public ::testing::TestWithParam<bool> {
  protected:
@@ -99,23 +58,23 @@ TEST_P(ops_work, each_op_is_fed_to_the_command_and_its_exit_code_decides_the_out
   const std::string script = "read -r op; echo \"$op\" >> " + log.string() +
                              "; case \"$op\" in *'\"n\":65'*) echo 'bad input' >&2; exit 65;; *'\"n\":3'*) echo "
                              "'try again' >&2; exit 3;; esac";
-  const auto worker = start_work({"ops", "work", "--type", "t", "--concurrency", "2", "--poll-interval", "50ms",
-                                  "--json", "--db", uri_, "--exec", script},
-                                 dir_);
+  cli_process worker({"ops", "work", "--type", "t", "--concurrency", "2", "--poll-interval", "50ms", "--json",
+                      "--db", uri_, "--exec", script},
+                     dir_.path());
   EXPECT_TRUE(wait_for([&] {
     return q_->get(ok).status == spool::ops::op_status::done &&
            q_->get(permanent).status == spool::ops::op_status::failed && !q_->get(retry).last_error.empty();
-  })) << slurp(worker.err);
-  EXPECT_EQ(stop_work(worker, SIGTERM), 0) << slurp(worker.err);
+  })) << worker.err();
+  EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
   EXPECT_EQ(q_->get(permanent).last_error, "bad input");
   EXPECT_EQ(q_->get(permanent).attempts, 1);
   const auto r = q_->get(retry);
   EXPECT_EQ(r.status, spool::ops::op_status::pending);
   EXPECT_EQ(r.last_error, "try again");
   EXPECT_EQ(q_->get(other).status, spool::ops::op_status::pending);
-  const auto handled = slurp(log);
+  const auto handled = read_file(log);
   EXPECT_NE(handled.find("\"id\":\"" + ok + "\""), std::string::npos) << handled;
-  const auto summary = nlohmann::json::parse(slurp(worker.out));
+  const auto summary = nlohmann::json::parse(worker.out());
   EXPECT_EQ(summary["stopped_by"], "SIGTERM");
   EXPECT_EQ(summary["succeeded"], 1);
   EXPECT_EQ(summary["failed"], 1);
@@ -125,12 +84,12 @@ TEST_P(ops_work, each_op_is_fed_to_the_command_and_its_exit_code_decides_the_out
 TEST_P(ops_work, a_graceful_stop_terminates_a_running_command_and_releases_its_op) {
   const auto id = enqueue("slow");
   const auto started = dir_.path() / "started";
-  const auto worker = start_work({"ops", "work", "--type", "slow", "--poll-interval", "50ms", "--shutdown-deadline",
-                                  "0", "--cancel-grace", "10s", "--db", uri_, "--exec",
-                                  "touch " + started.string() + "; exec sleep 60"},
-                                 dir_);
-  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(started); })) << slurp(worker.err);
-  EXPECT_EQ(stop_work(worker, SIGINT), 0) << slurp(worker.err);
+  cli_process worker(
+      {"ops", "work", "--type", "slow", "--poll-interval", "50ms", "--shutdown-deadline", "0",
+       "--cancel-grace", "10s", "--db", uri_, "--exec", "touch " + started.string() + "; exec sleep 60"},
+      dir_.path());
+  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(started); })) << worker.err();
+  EXPECT_EQ(worker.stop(SIGINT), 0) << worker.err();
   const auto o = q_->get(id);
   EXPECT_EQ(o.status, spool::ops::op_status::pending);
   EXPECT_EQ(o.attempts, 0);
