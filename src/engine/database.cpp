@@ -20,19 +20,21 @@ database_impl::database_impl(engine kind, std::string target, std::string displa
         options_.pool_size,
         [this] {
           return std::make_unique<sqlite::detail::connection>(target_, options_.sqlite_busy_timeout,
-                                                              options_.sqlite_sync);
+                                                              options_.sqlite_sync, sqlite_write_gate_);
         },
         [](sqlite::detail::connection& c) { return !c.in_transaction(); });
   }
 }
 
 pool<pg::detail::connection>& database_impl::pg_pool() {
-  if (!pg_pool_) throw error(errc::invalid_argument, fmt::format("{} is not a PostgreSQL database", display_));
+  if (!pg_pool_)
+    throw error(errc::invalid_argument, fmt::format("{} is not a PostgreSQL database", display_));
   return *pg_pool_;
 }
 
 pool<sqlite::detail::connection>& database_impl::sqlite_pool() {
-  if (!sqlite_pool_) throw error(errc::invalid_argument, fmt::format("{} is not a SQLite database", display_));
+  if (!sqlite_pool_)
+    throw error(errc::invalid_argument, fmt::format("{} is not a SQLite database", display_));
   return *sqlite_pool_;
 }
 
@@ -45,9 +47,41 @@ void database_impl::listen(const std::string& channel) {
   std::lock_guard lock(listener_mutex_);
   if (!listener_) {
     listener_ = std::make_unique<pg::detail::notifier>(
-        [this] { return pg_connect(static_cast<int>(options_.connect_timeout.count())); }, [this] { wake_.raise(); });
+        [this] { return pg_connect(static_cast<int>(options_.connect_timeout.count())); },
+        [this](const pg::detail::notifier::event* e) {
+          wake_.raise();
+          std::lock_guard subs(subscribers_mutex_);
+          for (const auto& [id, sub] : subscribers_) {
+            if (e == nullptr) {
+              sub.second(nullptr);
+            } else if (sub.first == e->channel) {
+              sub.second(&e->payload);
+            }
+          }
+        });
   }
   listener_->listen(channel);
+}
+
+std::shared_ptr<void> database_impl::subscribe(const std::string& channel, subscriber fn) {
+  if (kind_ != engine::postgres) return {};
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(subscribers_mutex_);
+    id = next_subscriber_++;
+    subscribers_.emplace(id, std::make_pair(channel, std::move(fn)));
+  }
+  listen(channel);
+  // The database outlives every driver that subscribes (each holds it).
+  struct unsubscribe {
+    database_impl* db;
+    std::uint64_t id;
+    ~unsubscribe() {
+      std::lock_guard lock(db->subscribers_mutex_);
+      db->subscribers_.erase(id);
+    }
+  };
+  return std::make_shared<unsubscribe>(this, id);  // no temporary: its destructor would unsubscribe
 }
 
 }  // namespace detail
@@ -57,7 +91,8 @@ namespace {
 bool has_prefix(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 void check_options(const database_options& o, const std::string& display) {
-  if (o.pool_size == 0) throw error(errc::invalid_argument, fmt::format("pool_size must be at least 1 for {}", display));
+  if (o.pool_size == 0)
+    throw error(errc::invalid_argument, fmt::format("pool_size must be at least 1 for {}", display));
 }
 
 }  // namespace
@@ -66,36 +101,43 @@ database database::open(std::string_view uri, database_options options) {
   const std::string display = redact_password(uri);
   if (has_prefix(uri, "postgres://") || has_prefix(uri, "postgresql://")) {
     check_options(options, display);
-    return database(std::make_shared<detail::database_impl>(engine::postgres, std::string(uri), display, options));
+    return database(
+        std::make_shared<detail::database_impl>(engine::postgres, std::string(uri), display, options));
   }
   if (has_prefix(uri, "sqlite:")) {
     const std::string_view path = uri.substr(7);
     if (path.empty()) throw error(errc::invalid_argument, "sqlite URI has an empty path: \"sqlite:\"");
     if (has_prefix(path, "//")) {
-      throw error(errc::invalid_argument,
-                  fmt::format("unsupported SQLite URI \"{}\": write sqlite:PATH (e.g. sqlite:/var/lib/app/q.db)", display));
+      throw error(
+          errc::invalid_argument,
+          fmt::format("unsupported SQLite URI \"{}\": write sqlite:PATH (e.g. sqlite:/var/lib/app/q.db)",
+                      display));
     }
     if (path == ":memory:") {
       throw error(errc::invalid_argument,
                   "sqlite::memory: is not supported: each pooled connection would see its own database");
     }
     check_options(options, display);
-    return database(std::make_shared<detail::database_impl>(engine::sqlite, std::string(path), display, options));
+    return database(
+        std::make_shared<detail::database_impl>(engine::sqlite, std::string(path), display, options));
   }
   if (uri.empty()) throw error(errc::invalid_argument, "empty database URI");
   const auto colon = uri.find(':');
   if (colon == std::string_view::npos) {
-    throw error(errc::invalid_argument,
-                fmt::format("invalid database URI \"{}\": expected postgres://…, postgresql://… or sqlite:PATH", display));
+    throw error(
+        errc::invalid_argument,
+        fmt::format("invalid database URI \"{}\": expected postgres://…, postgresql://… or sqlite:PATH",
+                    display));
   }
-  throw error(errc::invalid_argument,
-              fmt::format("no engine registered for scheme \"{}\" in \"{}\"", redact_password(uri.substr(0, colon)), display));
+  throw error(errc::invalid_argument, fmt::format("no engine registered for scheme \"{}\" in \"{}\"",
+                                                  redact_password(uri.substr(0, colon)), display));
 }
 
 database database::open_postgres(std::string_view conninfo, database_options options) {
   const std::string display = redact_password(conninfo);
   check_options(options, display);
-  return database(std::make_shared<detail::database_impl>(engine::postgres, std::string(conninfo), display, options));
+  return database(
+      std::make_shared<detail::database_impl>(engine::postgres, std::string(conninfo), display, options));
 }
 
 engine database::kind() const noexcept { return impl_->kind(); }

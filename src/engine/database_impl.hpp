@@ -5,6 +5,8 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,14 +72,27 @@ class database_impl {
   // NOTIFYs from any process raise wake(). Starts the listener on first use.
   void listen(const std::string& channel);
 
+  // PostgreSQL: listen(channel), and calls fn on the listener's thread with
+  // each notification's payload on channel, or nullptr for "look now" (the
+  // listener started listening: anything sent before may be lost). fn must
+  // be short. Destroying the handle unsubscribes; once that returns, fn is
+  // never called again. Other engines: an empty handle, fn never called.
+  using subscriber = std::function<void(const std::string* payload)>;
+  [[nodiscard]] std::shared_ptr<void> subscribe(const std::string& channel, subscriber fn);
+
  private:
   engine kind_;
   std::string target_;  // conninfo / file path, never logged
   std::string display_;
   database_options options_;
   std::unique_ptr<pool<pg::detail::connection>> pg_pool_;
+  // This process's writers to the SQLite file queue here (connection.hpp).
+  std::shared_ptr<std::timed_mutex> sqlite_write_gate_ = std::make_shared<std::timed_mutex>();
   std::unique_ptr<pool<sqlite::detail::connection>> sqlite_pool_;
   wake_signal wake_;
+  std::mutex subscribers_mutex_;  // held while calling subscribers
+  std::map<std::uint64_t, std::pair<std::string, subscriber>> subscribers_;
+  std::uint64_t next_subscriber_ = 0;
   std::mutex listener_mutex_;
   std::unique_ptr<pg::detail::notifier> listener_;  // declared after wake_: stops first
 };

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -573,6 +574,18 @@ std::int64_t queue::repair_times(const call_options& call) {
 
 std::uint64_t queue::change_marker() {
   return impl_->run([&] { return impl_->st->change_marker(impl_->limits({})); });
+}
+
+std::shared_ptr<void> queue::subscribe_ready(std::vector<std::string> types, std::function<void(bool)> fn) {
+  if (impl_->is_closed()) throw impl_->stopped_error();
+  std::sort(types.begin(), types.end());
+  return impl_->st->subscribe([types = std::move(types), fn = std::move(fn)](const std::string* type) {
+    if (type == nullptr) {
+      fn(false);
+    } else if (std::binary_search(types.begin(), types.end(), *type)) {
+      fn(true);
+    }
+  });
 }
 
 queue::wake queue::wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout,

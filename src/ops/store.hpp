@@ -49,19 +49,19 @@ struct fence_request {
   enum class kind { ack, fail, release, heartbeat } what = kind::ack;
   std::string id;
   std::optional<std::string> token;
-  std::string message;  // fail, release (already sanitised)
-  bool retry = false;   // fail
-  std::optional<time_point> retry_at;                     // fail with retry: absolute …
-  std::optional<std::chrono::microseconds> retry_delay;   // … or relative (database clock)
+  std::string message;                                   // fail, release (already sanitised)
+  bool retry = false;                                    // fail
+  std::optional<time_point> retry_at;                    // fail with retry: absolute …
+  std::optional<std::chrono::microseconds> retry_delay;  // … or relative (database clock)
 };
 
 // The row as the call found it (under its lock) and what happened.
 struct fence_result {
   bool found = false;
-  std::string status;                       // before the call
-  std::optional<std::string> lease_token;   // before the call
+  std::string status;                      // before the call
+  std::optional<std::string> lease_token;  // before the call
   bool applied = false;
-  std::string new_status;                   // when applied
+  std::string new_status;  // when applied
 };
 
 // cancel and retry: the status found, and the op after the change (if applied).
@@ -108,7 +108,8 @@ class store {
                                       const std::optional<cursor_key>& after, const call_options& call) = 0;
   virtual queue_stats stats(const call_options& call) = 0;
   virtual std::int64_t recover_orphans(std::chrono::seconds older_than, const call_options& call) = 0;
-  virtual std::vector<rescued_op> rescue(std::chrono::milliseconds lease_timeout, const call_options& call) = 0;
+  virtual std::vector<rescued_op> rescue(std::chrono::milliseconds lease_timeout,
+                                         const call_options& call) = 0;
   virtual std::vector<rescued_op> recover_legacy(std::chrono::milliseconds older_than,
                                                  const call_options& call) = 0;
   // SQLite: normalises every timestamp again (§2.4); the number of values
@@ -117,6 +118,9 @@ class store {
   virtual std::uint64_t change_marker(const call_options& call) = 0;
   virtual void wait_for_change(std::uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop,
                                const std::function<bool()>& closed) = 0;
+  // PostgreSQL with notify: db.subscribe on the wake-up channel (payload: the
+  // op type; nullptr: look now). Otherwise an empty handle.
+  virtual std::shared_ptr<void> subscribe(std::function<void(const std::string*)> fn) = 0;
   // Closes connections the store opened for itself (commit detector).
   virtual void close() = 0;
 };
@@ -138,13 +142,16 @@ std::unique_ptr<store> make_sqlite_store(spool::detail::pool<sqlite::detail::con
 // commits. Per item: true when inserted.
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const store_config& config,
                                   const std::vector<insert_item>& items, const call_options& call);
-std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn, const store_config& config,
+std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn,
+                                                         const store_config& config,
                                                          const std::vector<std::string>& keys,
                                                          const call_options& call);
 std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const store_config& config,
                                 const std::vector<insert_item>& items, const call_options& call);
-std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connection& conn, const store_config& config,
-                                                       const std::vector<std::string>& keys, const call_options& call);
+std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connection& conn,
+                                                       const store_config& config,
+                                                       const std::vector<std::string>& keys,
+                                                       const call_options& call);
 
 // Renders an embedded query (sql/<engine>/ops/queries/NAME.sql) for this
 // schema and table.

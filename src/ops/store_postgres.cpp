@@ -20,8 +20,10 @@ namespace spool::ops::detail {
 using pg::detail::intent;
 
 std::string ops_sql(engine kind, const char* name, const store_config& config) {
-  const std::string path = fmt::format("{}/ops/queries/{}.sql", kind == engine::postgres ? "postgres" : "sqlite", name);
-  return spool::detail::render_template(std::string(spool::detail::embedded_sql(path)), config.schema, config.table);
+  const std::string path =
+      fmt::format("{}/ops/queries/{}.sql", kind == engine::postgres ? "postgres" : "sqlite", name);
+  return spool::detail::render_template(std::string(spool::detail::embedded_sql(path)), config.schema,
+                                        config.table);
 }
 
 namespace {
@@ -44,7 +46,9 @@ param boolean(bool b) { return std::string(b ? "true" : "false"); }
 param opt_text(const std::optional<std::string>& s) { return s ? param(*s) : param(nullptr); }
 std::int64_t to_i64(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
 
-bool is_unique_violation(const error& e) { return e.code() == errc::database_error && e.sqlstate() == "23505"; }
+bool is_unique_violation(const error& e) {
+  return e.code() == errc::database_error && e.sqlstate() == "23505";
+}
 
 std::string dedup_index(const store_config& c) { return fmt::format("idx_{}_dedup_pending", c.table); }
 
@@ -61,10 +65,9 @@ std::vector<param> insert_params(const store_config& config, const std::vector<i
     delays.push_back(it.delay ? std::optional<std::string>(std::to_string(it.delay->count())) : std::nullopt);
     keys.push_back(it.dedup_key);
   }
-  return {text_array(ids),        text_array(types),      text_array(payloads),
-          text_array(priorities), text_array(max_attempts), text_array(not_before),
-          text_array(delays),     text_array(keys),       boolean(config.notify),
-          config.channel};
+  return {text_array(ids),          text_array(types),      text_array(payloads), text_array(priorities),
+          text_array(max_attempts), text_array(not_before), text_array(delays),   text_array(keys),
+          boolean(config.notify),   config.channel};
 }
 
 std::vector<bool> created_flags(const std::vector<insert_item>& items, const std::vector<row>& inserted) {
@@ -83,11 +86,14 @@ std::vector<bool> created_flags(const std::vector<insert_item>& items, const std
 
 class postgres_store final : public store {
  public:
-  postgres_store(spool::detail::database_impl& db, store_config config) : db_(db), config_(std::move(config)) {
-    for (const char* name : {"enqueue", "existing_ids", "holders", "has_ready", "dequeue", "ack", "fail", "release",
-                             "heartbeat", "heartbeat_batch", "cancel", "retry", "retry_holder", "get", "list",
-                             "list_after", "stats", "recover_orphans", "rescue", "recover_legacy", "check_columns",
-                             "check_indexes", "ledger_version"}) {
+  postgres_store(spool::detail::database_impl& db, store_config config)
+      : db_(db), config_(std::move(config)) {
+    for (const char* name :
+         {"enqueue",       "existing_ids",  "holders",         "has_ready", "dequeue",
+          "ack",           "fail",          "release",         "heartbeat", "heartbeat_batch",
+          "cancel",        "retry",         "retry_holder",    "get",       "list",
+          "list_after",    "stats",         "recover_orphans", "rescue",    "recover_legacy",
+          "check_columns", "check_indexes", "ledger_version"}) {
       sql_[name] = ops_sql(engine::postgres, name, config_);
     }
   }
@@ -98,12 +104,13 @@ class postgres_store final : public store {
     const std::string& table = config_.table;
     const std::string qualified = schema + "." + table;
     auto missing = [&](const std::string& what) {
-      throw error(errc::invalid_state,
-                  fmt::format("{} is missing in {}; run `spool migrate --db URI{}{}` (or spool::ops::migrate) as the "
-                              "database owner",
-                              what, db_.display(), table == "ops_queue" ? "" : " --ops-table " + table,
-                              fmt::format(" --schema {}", schema)),
-                  "schema_version_mismatch");
+      throw error(
+          errc::invalid_state,
+          fmt::format("{} is missing in {}; run `spool migrate --db URI{}{}` (or spool::ops::migrate) as the "
+                      "database owner",
+                      what, db_.display(), table == "ops_queue" ? "" : " --ops-table " + table,
+                      fmt::format(" --schema {}", schema)),
+          "schema_version_mismatch");
     };
     const auto cols = conn->query(sql_.at("check_columns"), {schema, table}, intent::read, call);
     if (cols.empty()) missing(fmt::format("table {}", qualified));
@@ -137,10 +144,13 @@ class postgres_store final : public store {
       }
     }
     std::vector<std::string> indexes;
-    for (const auto& r : conn->query(sql_.at("check_indexes"), {schema, table}, intent::read, call)) indexes.push_back(*r[0]);
-    for (const char* suffix : {"status_pri_at", "type_status", "finished_at", "dedup_pending", "running_heartbeat"}) {
+    for (const auto& r : conn->query(sql_.at("check_indexes"), {schema, table}, intent::read, call))
+      indexes.push_back(*r[0]);
+    for (const char* suffix :
+         {"status_pri_at", "type_status", "finished_at", "dedup_pending", "running_heartbeat"}) {
       const std::string name = fmt::format("idx_{}_{}", table, suffix);
-      if (std::find(indexes.begin(), indexes.end(), name) == indexes.end()) missing(fmt::format("index {}.{}", schema, name));
+      if (std::find(indexes.begin(), indexes.end(), name) == indexes.end())
+        missing(fmt::format("index {}.{}", schema, name));
     }
     check_ledger(*conn, qualified, call);
   }
@@ -160,10 +170,11 @@ class postgres_store final : public store {
       for (std::size_t i = 0; i < items.size(); ++i) {
         for (const auto& r : rows) {
           if (*r[0] == items[i].id) {
-            throw error(errc::already_exists,
-                        items.size() == 1
-                            ? fmt::format("an op with id \"{}\" already exists", items[i].id)
-                            : fmt::format("op {} of the batch: an op with id \"{}\" already exists", i, items[i].id));
+            throw error(
+                errc::already_exists,
+                items.size() == 1
+                    ? fmt::format("an op with id \"{}\" already exists", items[i].id)
+                    : fmt::format("op {} of the batch: an op with id \"{}\" already exists", i, items[i].id));
           }
         }
       }
@@ -202,12 +213,14 @@ class postgres_store final : public store {
         rows = conn->query(sql_.at("heartbeat"), {rq.id, token}, intent::write, call);
         break;
       case fence_request::kind::release:
-        rows = conn->query(sql_.at("release"), {rq.id, token, rq.message, boolean(config_.notify), config_.channel},
+        rows = conn->query(sql_.at("release"),
+                           {rq.id, token, rq.message, boolean(config_.notify), config_.channel},
                            intent::write, call);
         break;
       case fence_request::kind::fail: {
         const param at = rq.retry_at ? param(pg_time(*rq.retry_at)) : param(nullptr);
-        const param delay = rq.retry_delay ? param(static_cast<std::int64_t>(rq.retry_delay->count())) : param(nullptr);
+        const param delay =
+            rq.retry_delay ? param(static_cast<std::int64_t>(rq.retry_delay->count())) : param(nullptr);
         rows = conn->query(sql_.at("fail"),
                            {rq.id, token, rq.message, boolean(rq.retry), at, delay, boolean(config_.notify),
                             config_.channel},
@@ -253,18 +266,19 @@ class postgres_store final : public store {
   status_change retry(const std::string& id, bool reset, const call_options& call) override {
     auto conn = db_.pg_pool().acquire(call);
     try {
-      auto out = change(
-          conn->query(sql_.at("retry"), {id, boolean(reset), boolean(config_.notify), config_.channel}, intent::write,
-                      call),
-          2);
+      auto out =
+          change(conn->query(sql_.at("retry"), {id, boolean(reset), boolean(config_.notify), config_.channel},
+                             intent::write, call),
+                 2);
       if (out.after) db_.wake().raise();
       return out;
     } catch (const error& e) {
       if (!is_unique_violation(e)) throw;
       const auto rows = conn->query(sql_.at("retry_holder"), {id}, intent::read, call);
       const std::string holder = rows.empty() ? std::string() : rows[0][0].value_or("");
-      throw duplicate_op(fmt::format("cannot retry op \"{}\": its dedup key is held by pending op \"{}\"", id, holder),
-                         holder);
+      throw duplicate_op(
+          fmt::format("cannot retry op \"{}\": its dedup key is held by pending op \"{}\"", id, holder),
+          holder);
     }
   }
 
@@ -306,8 +320,8 @@ class postgres_store final : public store {
   std::int64_t recover_orphans(std::chrono::seconds older_than, const call_options& call) override {
     auto conn = db_.pg_pool().acquire(call);
     const auto r = conn->query(sql_.at("recover_orphans"),
-                               {static_cast<std::int64_t>(older_than.count()) * 1000000, boolean(config_.notify),
-                                config_.channel},
+                               {static_cast<std::int64_t>(older_than.count()) * 1000000,
+                                boolean(config_.notify), config_.channel},
                                intent::write, call)
                        .at(0);
     const auto n = to_i64(r[0]);
@@ -318,7 +332,8 @@ class postgres_store final : public store {
   std::vector<rescued_op> rescue(std::chrono::milliseconds lease_timeout, const call_options& call) override {
     return moved("rescue", lease_timeout, call);
   }
-  std::vector<rescued_op> recover_legacy(std::chrono::milliseconds older_than, const call_options& call) override {
+  std::vector<rescued_op> recover_legacy(std::chrono::milliseconds older_than,
+                                         const call_options& call) override {
     return moved("recover_legacy", older_than, call);
   }
 
@@ -336,22 +351,28 @@ class postgres_store final : public store {
                     [&] { return stop.stop_requested() || closed(); });
   }
 
+  std::shared_ptr<void> subscribe(std::function<void(const std::string*)> fn) override {
+    if (!config_.notify) return {};
+    return db_.subscribe(config_.channel, std::move(fn));
+  }
+
   void close() override {}
 
  private:
   void check_ledger(pg::detail::connection& conn, const std::string& qualified, const call_options& call) {
-    const auto exists = conn.query("SELECT to_regclass($1) IS NOT NULL",
-                                   {spool::detail::quote_identifier(config_.schema) + ".spool_schema_migrations"},
-                                   intent::read, call);
+    const auto exists = conn.query(
+        "SELECT to_regclass($1) IS NOT NULL",
+        {spool::detail::quote_identifier(config_.schema) + ".spool_schema_migrations"}, intent::read, call);
     if (exists.at(0).at(0) != "t") return;
     const auto r = conn.query(sql_.at("ledger_version"), {qualified}, intent::read, call);
     const auto files = spool::detail::migration_files(engine::postgres, "ops");
     const int newest = files.empty() ? 0 : files.back().version;
     if (r.at(0).at(0) && std::stoi(*r[0][0]) > newest) {
-      throw error(errc::invalid_state,
-                  fmt::format("the ledger records ops/{} for {}, newer than this Spool (ops/{}); upgrade Spool",
-                              *r[0][0], qualified, newest),
-                  "schema_too_new");
+      throw error(
+          errc::invalid_state,
+          fmt::format("the ledger records ops/{} for {}, newer than this Spool (ops/{}); upgrade Spool",
+                      *r[0][0], qualified, newest),
+          "schema_too_new");
     }
   }
 
@@ -361,15 +382,17 @@ class postgres_store final : public store {
     const auto& r = rows.front();
     out.found = true;
     out.before = r[0].value_or("");
-    if (r.size() > first && r[first]) out.after = row(r.begin() + static_cast<std::ptrdiff_t>(first), r.end());
+    if (r.size() > first && r[first])
+      out.after = row(r.begin() + static_cast<std::ptrdiff_t>(first), r.end());
     return out;
   }
 
   std::vector<rescued_op> moved(const char* name, std::chrono::milliseconds d, const call_options& call) {
     auto conn = db_.pg_pool().acquire(call);
-    const auto rows = conn->query(sql_.at(name),
-                                  {static_cast<std::int64_t>(d.count()) * 1000, boolean(config_.notify), config_.channel},
-                                  intent::write, call);
+    const auto rows =
+        conn->query(sql_.at(name),
+                    {static_cast<std::int64_t>(d.count()) * 1000, boolean(config_.notify), config_.channel},
+                    intent::write, call);
     std::vector<rescued_op> out;
     for (const auto& r : rows) out.push_back({*r[0], r[1].value_or(""), parse_status(r[2].value_or(""))});
     if (!out.empty()) db_.wake().raise();
@@ -401,7 +424,8 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const store_conf
   }
 }
 
-std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn, const store_config& config,
+std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn,
+                                                         const store_config& config,
                                                          const std::vector<std::string>& keys,
                                                          const call_options& call) {
   const auto rows =
@@ -421,7 +445,8 @@ std::string resolve_pg_schema(spool::detail::database_impl& db, const std::strin
   auto conn = db.pg_pool().acquire(call);
   const auto r = conn->query("SELECT current_schema()", {}, intent::read, call);
   if (!r.at(0).at(0)) {
-    throw error(errc::invalid_state, "the connection has no current schema (empty search_path); configure a schema");
+    throw error(errc::invalid_state,
+                "the connection has no current schema (empty search_path); configure a schema");
   }
   return *r[0][0];
 }

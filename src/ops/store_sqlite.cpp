@@ -46,10 +46,12 @@ class sqlite_store final : public store {
   sqlite_store(spool::detail::pool<sqlite::detail::connection>& pool, spool::detail::wake_signal& wake,
                std::string path, database_options options, store_config config)
       : pool_(pool), wake_(wake), path_(std::move(path)), options_(options), config_(std::move(config)) {
-    for (const char* name : {"insert", "id_exists", "holder", "has_ready", "claim", "fence_target", "ack", "fail",
-                             "release", "heartbeat", "status_of", "cancel", "retry", "retry_holder", "get", "list",
-                             "list_after", "stats", "recover_orphans", "rescue", "recover_legacy", "check_columns",
-                             "check_indexes", "ledger_exists", "ledger_version"}) {
+    for (const char* name :
+         {"insert",         "id_exists",     "holder",        "has_ready",       "claim",
+          "fence_target",   "ack",           "fail",          "release",         "heartbeat",
+          "status_of",      "cancel",        "retry",         "retry_holder",    "get",
+          "list",           "list_after",    "stats",         "recover_orphans", "rescue",
+          "recover_legacy", "check_columns", "check_indexes", "ledger_exists",   "ledger_version"}) {
       sql_[name] = ops_sql(engine::sqlite, name, config_);
     }
   }
@@ -59,21 +61,22 @@ class sqlite_store final : public store {
     const std::string& table = config_.table;
     auto missing = [&](const std::string& what) {
       throw error(errc::invalid_state,
-                  fmt::format("{} is missing; run `spool migrate --db URI{}` (or spool::ops::migrate) first", what,
-                              table == "ops_queue" ? "" : " --ops-table " + table),
+                  fmt::format("{} is missing; run `spool migrate --db URI{}` (or spool::ops::migrate) first",
+                              what, table == "ops_queue" ? "" : " --ops-table " + table),
                   "schema_version_mismatch");
     };
     const auto cols = conn->query(sql_.at("check_columns"), {table}, call);
     if (cols.empty()) missing(fmt::format("table {}", table));
-    for (const char* name : {"id", "type", "payload", "status", "priority", "attempts", "max_attempts", "last_error",
-                             "enqueued_at", "started_at", "finished_at", "not_before", "dedup_key", "lease_owner",
-                             "lease_token", "heartbeat_at"}) {
+    for (const char* name : {"id", "type", "payload", "status", "priority", "attempts", "max_attempts",
+                             "last_error", "enqueued_at", "started_at", "finished_at", "not_before",
+                             "dedup_key", "lease_owner", "lease_token", "heartbeat_at"}) {
       bool found = false;
       for (const auto& r : cols) found = found || r[0] == name;
       if (!found) missing(fmt::format("column {}.{}", table, name));
     }
     const auto idx = conn->query(sql_.at("check_indexes"), {table}, call);
-    for (const char* suffix : {"status_pri_at", "type_status", "finished_at", "dedup_pending", "running_heartbeat"}) {
+    for (const char* suffix :
+         {"status_pri_at", "type_status", "finished_at", "dedup_pending", "running_heartbeat"}) {
       const std::string name = fmt::format("idx_{}_{}", table, suffix);
       bool found = false;
       for (const auto& r : idx) found = found || r[0] == name;
@@ -84,10 +87,11 @@ class sqlite_store final : public store {
     const auto files = spool::detail::migration_files(engine::sqlite, "ops");
     const int newest = files.empty() ? 0 : files.back().version;
     if (r.at(0).at(0) && std::stoi(*r[0][0]) > newest) {
-      throw error(errc::invalid_state,
-                  fmt::format("the ledger records ops/{} for {}, newer than this Spool (ops/{}); upgrade Spool",
-                              *r[0][0], table, newest),
-                  "schema_too_new");
+      throw error(
+          errc::invalid_state,
+          fmt::format("the ledger records ops/{} for {}, newer than this Spool (ops/{}); upgrade Spool",
+                      *r[0][0], table, newest),
+          "schema_too_new");
     }
   }
 
@@ -137,9 +141,15 @@ class sqlite_store final : public store {
       const param token = opt_text(rq.token);
       std::vector<row> rows;
       switch (rq.what) {
-        case fence_request::kind::ack: rows = conn->query(sql_.at("ack"), {rq.id, token}, call); break;
-        case fence_request::kind::heartbeat: rows = conn->query(sql_.at("heartbeat"), {rq.id, token}, call); break;
-        case fence_request::kind::release: rows = conn->query(sql_.at("release"), {rq.id, token, rq.message}, call); break;
+        case fence_request::kind::ack:
+          rows = conn->query(sql_.at("ack"), {rq.id, token}, call);
+          break;
+        case fence_request::kind::heartbeat:
+          rows = conn->query(sql_.at("heartbeat"), {rq.id, token}, call);
+          break;
+        case fence_request::kind::release:
+          rows = conn->query(sql_.at("release"), {rq.id, token, rq.message}, call);
+          break;
         case fence_request::kind::fail: {
           const param at = rq.retry_at ? param(sqlite_time_ceil(*rq.retry_at)) : param(nullptr);
           const param delay =
@@ -201,7 +211,8 @@ class sqlite_store final : public store {
           if (!h.empty()) {
             const std::string holder = h[0][0].value_or("");
             throw duplicate_op(
-                fmt::format("cannot retry op \"{}\": its dedup key is held by pending op \"{}\"", id, holder), holder);
+                fmt::format("cannot retry op \"{}\": its dedup key is held by pending op \"{}\"", id, holder),
+                holder);
           }
         }
         auto rows = conn->query(sql_.at("retry"), {id, std::int64_t{reset ? 1 : 0}}, call);
@@ -236,8 +247,10 @@ class sqlite_store final : public store {
   std::vector<row> list_after(const std::string& status, std::int64_t limit,
                               const std::optional<cursor_key>& after, const call_options& call) override {
     auto conn = pool_.acquire(call);
-    return conn->query(sql_.at("list_after"), {status, limit, after ? param(after->enqueued_at) : param(nullptr),
-                                               after ? param(after->id) : param(nullptr)}, call);
+    return conn->query(sql_.at("list_after"),
+                       {status, limit, after ? param(after->enqueued_at) : param(nullptr),
+                        after ? param(after->id) : param(nullptr)},
+                       call);
   }
 
   queue_stats stats(const call_options& call) override {
@@ -249,7 +262,8 @@ class sqlite_store final : public store {
   std::int64_t recover_orphans(std::chrono::seconds older_than, const call_options& call) override {
     auto conn = pool_.acquire(call);
     immediate_tx tx(*conn);
-    const auto rows = conn->query(sql_.at("recover_orphans"), {fmt::format("-{} seconds", older_than.count())}, call);
+    const auto rows =
+        conn->query(sql_.at("recover_orphans"), {fmt::format("-{} seconds", older_than.count())}, call);
     tx.commit();
     if (!rows.empty()) wake_.raise();
     return static_cast<std::int64_t>(rows.size());
@@ -258,7 +272,8 @@ class sqlite_store final : public store {
   std::vector<rescued_op> rescue(std::chrono::milliseconds lease_timeout, const call_options& call) override {
     return moved("rescue", -lease_timeout, call);
   }
-  std::vector<rescued_op> recover_legacy(std::chrono::milliseconds older_than, const call_options& call) override {
+  std::vector<rescued_op> recover_legacy(std::chrono::milliseconds older_than,
+                                         const call_options& call) override {
     return moved("recover_legacy", -older_than, call);
   }
 
@@ -267,17 +282,19 @@ class sqlite_store final : public store {
     immediate_tx tx(*conn);
     try {
       conn->exec_script(spool::detail::render_template(
-          std::string(spool::detail::embedded_sql("sqlite/ops/scripts/repair_times.sql")), "", config_.table));
+          std::string(spool::detail::embedded_sql("sqlite/ops/scripts/repair_times.sql")), "",
+          config_.table));
     } catch (const error& e) {
       if (std::string_view(e.what()).find("spool_malformed_row") == std::string_view::npos) throw;
-      const auto r = conn->query("SELECT id, col, CAST(v AS TEXT) FROM temp.spool_ops_times WHERE c IS NULL LIMIT 1",
-                                 {}, call);
-      throw error(errc::invalid_state,
-                  fmt::format("repair-times: op \"{}\" holds {} = \"{}\", a timestamp in no known form; fix or "
-                              "delete the row (nothing was changed)",
-                              r.empty() ? "?" : r[0][0].value_or(""), r.empty() ? "?" : r[0][1].value_or(""),
-                              r.empty() ? "?" : r[0][2].value_or("NULL")),
-                  "malformed_row");
+      const auto r = conn->query(
+          "SELECT id, col, CAST(v AS TEXT) FROM temp.spool_ops_times WHERE c IS NULL LIMIT 1", {}, call);
+      throw error(
+          errc::invalid_state,
+          fmt::format("repair-times: op \"{}\" holds {} = \"{}\", a timestamp in no known form; fix or "
+                      "delete the row (nothing was changed)",
+                      r.empty() ? "?" : r[0][0].value_or(""), r.empty() ? "?" : r[0][1].value_or(""),
+                      r.empty() ? "?" : r[0][2].value_or("NULL")),
+          "malformed_row");
     }
     const auto n = to_i64(conn->query("SELECT count(*) FROM temp.spool_ops_times", {}, call).at(0).at(0));
     conn->exec_script("DROP TABLE temp.spool_ops_time_check; DROP TABLE temp.spool_ops_times;");
@@ -324,6 +341,9 @@ class sqlite_store final : public store {
     }
   }
 
+  // SQLite has no NOTIFY: pools watch change_marker() instead.
+  std::shared_ptr<void> subscribe(std::function<void(const std::string*)>) override { return {}; }
+
   void close() override {
     std::lock_guard lock(detector_mutex_);
     detector_.reset();
@@ -362,19 +382,24 @@ std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const store_co
     const auto& it = items[i];
     if (it.caller_id && !conn.query(exists, {it.id}, call).empty()) {
       throw error(errc::already_exists,
-                  items.size() == 1 ? fmt::format("an op with id \"{}\" already exists", it.id)
-                                    : fmt::format("op {} of the batch: an op with id \"{}\" already exists", i, it.id));
+                  items.size() == 1
+                      ? fmt::format("an op with id \"{}\" already exists", it.id)
+                      : fmt::format("op {} of the batch: an op with id \"{}\" already exists", i, it.id));
     }
-    conn.query(insert, {it.id, it.type, it.payload, std::int64_t{it.priority}, std::int64_t{it.max_attempts},
-                        it.not_before ? param(sqlite_time_ceil(*it.not_before)) : param(nullptr),
-                        it.delay ? param(delay_modifier(*it.delay)) : param(nullptr), opt_text(it.dedup_key)}, call);
+    conn.query(insert,
+               {it.id, it.type, it.payload, std::int64_t{it.priority}, std::int64_t{it.max_attempts},
+                it.not_before ? param(sqlite_time_ceil(*it.not_before)) : param(nullptr),
+                it.delay ? param(delay_modifier(*it.delay)) : param(nullptr), opt_text(it.dedup_key)},
+               call);
     out[i] = conn.changes() > 0;
   }
   return out;
 }
 
-std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connection& conn, const store_config& config,
-                                                       const std::vector<std::string>& keys, const call_options& call) {
+std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connection& conn,
+                                                       const store_config& config,
+                                                       const std::vector<std::string>& keys,
+                                                       const call_options& call) {
   const std::string sql = ops_sql(engine::sqlite, "holder", config);
   std::vector<std::optional<std::string>> out(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -385,8 +410,8 @@ std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connectio
 }
 
 std::unique_ptr<store> make_sqlite_store(spool::detail::pool<sqlite::detail::connection>& pool,
-                                         spool::detail::wake_signal& wake, std::string path, database_options options,
-                                         store_config config) {
+                                         spool::detail::wake_signal& wake, std::string path,
+                                         database_options options, store_config config) {
   return std::make_unique<sqlite_store>(pool, wake, std::move(path), options, std::move(config));
 }
 

@@ -31,6 +31,7 @@ type_metrics pool_metrics::total() const {
     t.recovered += m.recovered;
     t.lease_lost += m.lease_lost;
     t.db_errors += m.db_errors;
+    t.handler_latency += m.handler_latency;
   }
   return t;
 }
@@ -72,15 +73,20 @@ struct worker_pool::impl {
     require(opts.shutdown_deadline.count() >= 0 && opts.cancel_grace.count() >= 0,
             "worker_pool shutdown_deadline and cancel_grace must not be negative");
     require(opts.max_error_bytes > 0, "worker_pool max_error_bytes must be positive");
+    require(!opts.on_metrics || opts.metrics_interval.count() > 0,
+            "worker_pool metrics_interval must be positive");
     default_retry = {opts.retry_base, opts.retry_multiplier, opts.retry_cap, opts.retry_jitter};
     check_policy(default_retry);
     if (opts.owner.empty()) opts.owner = q.owner();
   }
 
   static void check_policy(const retry_policy& p) {
-    require(p.base.count() >= 0 && p.cap.count() >= 0, "worker_pool retry_base and retry_cap must not be negative");
-    require(p.multiplier >= 1.0, fmt::format("worker_pool retry_multiplier must be at least 1, got {}", p.multiplier));
-    require(p.jitter >= 0 && p.jitter < 1, fmt::format("worker_pool retry_jitter must be in [0, 1), got {}", p.jitter));
+    require(p.base.count() >= 0 && p.cap.count() >= 0,
+            "worker_pool retry_base and retry_cap must not be negative");
+    require(p.multiplier >= 1.0,
+            fmt::format("worker_pool retry_multiplier must be at least 1, got {}", p.multiplier));
+    require(p.jitter >= 0 && p.jitter < 1,
+            fmt::format("worker_pool retry_jitter must be in [0, 1), got {}", p.jitter));
   }
 
   // ---- metrics ----
@@ -102,27 +108,45 @@ struct worker_pool::impl {
   }
 
   // ---- workers (§7.2) ----
+  // Idle workers share polling: one of them (the poller) waits for a wake-up
+  // or poll_interval and dequeues; the others are parked until a successful
+  // claim hands them a turn (a ticket) or the poller's role is free. So an
+  // idle pool makes at most one dequeue per poll_interval, and a burst of
+  // ready ops wakes the workers one claim at a time.
   void work() {
     db_backoff backoff(opts.poll_interval, opts.max_db_backoff);
     const auto stop = claim_stop.get_token();
+    bool poller = false;  // this worker holds the poller's role
+    bool idle = false;    // the last dequeue found nothing
+    // Taken before each dequeue, so a change during it is not missed.
+    std::uint64_t marker = 0, ready_seen = 0;
     while (!stop.stop_requested()) {
+      if (idle && !poller) {
+        if (!wait_for_turn(stop, poller)) break;
+        // A new poller waits first: its last dequeue just found nothing.
+        if (poller) idle_wait(marker, ready_seen, stop);
+      }
       {
         std::lock_guard lock(flights_mutex);
-        if (stop.stop_requested()) return;
+        if (stop.stop_requested()) break;
         ++claiming;
       }
       std::optional<op> got;
-      std::uint64_t marker = 0;
       bool failed = false;
       try {
+        ready_seen = ready_generation();
         marker = q.change_marker();
+        {
+          std::lock_guard lock(metrics_mutex);
+          ++dequeues;
+        }
         got = q.dequeue(type_list, opts.owner);
         backoff.reset();
       } catch (const error& e) {
         failed = true;
         if (e.code() == errc::stopped) {
           end_claim(nullptr);
-          return;
+          break;
         }
         db_error("", "dequeue", e);
       } catch (const std::exception& e) {
@@ -142,16 +166,88 @@ struct worker_pool::impl {
         continue;
       }
       if (f) {
+        idle = false;
+        claimed_one(poller);
         run(*f);
         finish(f);
         continue;
       }
+      idle = true;
+      if (poller) idle_wait(marker, ready_seen, stop);
+    }
+    if (poller) give_up_poller();
+  }
+
+  // A parked worker waits for a ticket or the free poller's role. False when stopped.
+  bool wait_for_turn(const std::stop_token& stop, bool& poller) {
+    std::unique_lock lock(idle_mutex);
+    ++parked;
+    const bool turn = idle_cv.wait(lock, stop, [&] { return tickets > 0 || !poller_taken; });
+    --parked;
+    if (!turn) return false;
+    if (tickets > 0) {
+      --tickets;
+    } else {
+      poller_taken = true;
+      poller = true;
+    }
+    return true;
+  }
+
+  // After a claim: the poller's role goes to a parked worker, and one more
+  // parked worker gets a turn (there may be more ready ops).
+  void claimed_one(bool& poller) {
+    {
+      std::lock_guard lock(idle_mutex);
+      if (poller) {
+        poller = false;
+        poller_taken = false;
+      }
+      if (tickets < parked) ++tickets;
+    }
+    idle_cv.notify_all();
+  }
+
+  void give_up_poller() {
+    {
+      std::lock_guard lock(idle_mutex);
+      poller_taken = false;
+    }
+    idle_cv.notify_all();
+  }
+
+  [[nodiscard]] std::uint64_t ready_generation() {
+    std::lock_guard lock(idle_mutex);
+    return ready_gen;
+  }
+
+  // The poller's wait: a NOTIFY naming one of our types (PostgreSQL with
+  // notify), else the queue's change marker, or poll_interval as the fallback.
+  void idle_wait(std::uint64_t marker, std::uint64_t ready_seen, const std::stop_token& stop) {
+    bool woken = false;
+    if (by_notify) {
+      std::unique_lock lock(idle_mutex);
+      woken = idle_cv.wait_for(lock, stop, opts.poll_interval, [&] { return ready_gen != ready_seen; });
+    } else {
       try {
-        q.wait_for_change(marker, opts.poll_interval, stop);
+        woken = q.wait_for_change(marker, opts.poll_interval, stop) == queue::wake::changed;
       } catch (const std::exception&) {
         sleep_for(opts.poll_interval, stop);
       }
     }
+    if (stop.stop_requested()) return;
+    std::lock_guard lock(metrics_mutex);
+    ++(woken ? wakeups : idle_polls);
+  }
+
+  // On the listener's thread: short.
+  void on_ready(bool matched) {
+    {
+      std::lock_guard lock(idle_mutex);
+      ++ready_gen;
+    }
+    idle_cv.notify_all();
+    (void)matched;
   }
 
   void end_claim(const std::shared_ptr<flight>& f) {
@@ -190,6 +286,7 @@ struct worker_pool::impl {
     enum class result { ok, permanent, later, error } r = result::ok;
     std::string why;
     std::optional<retry_later> later;
+    const auto started_at = std::chrono::steady_clock::now();
     try {
       reg->second.handler(o, ctx);
     } catch (const permanent_error& e) {
@@ -205,6 +302,10 @@ struct worker_pool::impl {
     } catch (...) {
       r = result::error;
       why = "unknown exception";
+    }
+    {
+      std::lock_guard lock(metrics_mutex);
+      counters[o.type].handler_latency.observe(std::chrono::steady_clock::now() - started_at);
     }
     const stop_cause cause = f.cause.load();
     if (cause == stop_cause::lease_lost) {
@@ -247,13 +348,16 @@ struct worker_pool::impl {
       delay = backoff_delay(o.attempts, reg->second.retry, u);
     }
     record(f, "fail", [&](const call_options& c) {
-      const op_status s = at ? q.fail(id, token(o), message(why), *at, c) : q.fail(id, token(o), message(why), delay, c);
+      const op_status s =
+          at ? q.fail(id, token(o), message(why), *at, c) : q.fail(id, token(o), message(why), delay, c);
       count(o.type, s == op_status::failed ? &type_metrics::failed : &type_metrics::retried);
     });
   }
 
   static std::string_view token(const op& o) { return o.lease_token ? std::string_view(*o.lease_token) : ""; }
-  std::string message(std::string_view text) const { return detail::truncate_utf8(text, opts.max_error_bytes); }
+  std::string message(std::string_view text) const {
+    return detail::truncate_utf8(text, opts.max_error_bytes);
+  }
 
   // Runs an outcome call with a fresh deadline (never the shutdown signal),
   // retrying unavailable / in_doubt with backoff until outcome_deadline: a
@@ -270,23 +374,27 @@ struct worker_pool::impl {
       } catch (const error& e) {
         if (e.code() == errc::lease_lost) {
           count(o.type, &type_metrics::lease_lost);
-          log().warn("ops worker_pool {}: {} of op {} refused, the lease is gone: {}", opts.owner, what, o.id, e.what());
+          log().warn("ops worker_pool {}: {} of op {} refused, the lease is gone: {}", opts.owner, what, o.id,
+                     e.what());
           return;
         }
         const bool again = e.code() == errc::unavailable || e.code() == errc::in_doubt;
         count(o.type, &type_metrics::db_errors);
         const auto wait = backoff.next();
         if (!again || std::chrono::steady_clock::now() + wait >= deadline) {
-          log().error("ops worker_pool {}: could not record the {} of op {} ({}); its lease will expire and a rescuer "
-                      "will requeue it",
-                      opts.owner, what, o.id, e.what());
+          log().error(
+              "ops worker_pool {}: could not record the {} of op {} ({}); its lease will expire and a "
+              "rescuer "
+              "will requeue it",
+              opts.owner, what, o.id, e.what());
           return;
         }
         log().warn("ops worker_pool {}: {} of op {} failed, retrying: {}", opts.owner, what, o.id, e.what());
         std::this_thread::sleep_for(wait);
       } catch (const std::exception& e) {
         count(o.type, &type_metrics::db_errors);
-        log().error("ops worker_pool {}: could not record the {} of op {}: {}", opts.owner, what, o.id, e.what());
+        log().error("ops worker_pool {}: could not record the {} of op {}: {}", opts.owner, what, o.id,
+                    e.what());
         return;
       }
     }
@@ -302,7 +410,8 @@ struct worker_pool::impl {
       {
         std::lock_guard lock(flights_mutex);
         for (const auto& [id, f] : flights) {
-          if (f->cause.load() == stop_cause::none || f->cause.load() == stop_cause::shutdown) live.push_back(f);
+          if (f->cause.load() == stop_cause::none || f->cause.load() == stop_cause::shutdown)
+            live.push_back(f);
         }
       }
       if (live.empty()) continue;
@@ -313,7 +422,9 @@ struct worker_pool::impl {
         backoff.reset();
         const auto now = std::chrono::steady_clock::now();
         for (const auto& f : live) {
-          const bool lost = std::any_of(gone.begin(), gone.end(), [&](const lease& l) { return l.id == f->claimed.id; });
+          const bool lost =
+              std::any_of(gone.begin(), gone.end(), [&](const lease& l) { return l.id == f->claimed.id; });
+          if (lost && finished(*f)) continue;  // its outcome was recorded after we looked: not a loss
           if (lost) {
             lose(*f, "its heartbeat was refused");
           } else {
@@ -325,10 +436,17 @@ struct worker_pool::impl {
         wait = std::min(opts.heartbeat_interval, backoff.next());
         const auto now = std::chrono::steady_clock::now();
         for (const auto& f : live) {
-          if (now - f->last_heartbeat >= opts.lease_timeout) lose(*f, "no heartbeat succeeded for lease_timeout");
+          if (now - f->last_heartbeat >= opts.lease_timeout)
+            lose(*f, "no heartbeat succeeded for lease_timeout");
         }
       }
     }
+  }
+
+  bool finished(const flight& f) {
+    std::lock_guard lock(flights_mutex);
+    const auto it = flights.find(f.claimed.id);
+    return it == flights.end() || it->second.get() != &f;
   }
 
   void lose(flight& f, std::string_view why) {
@@ -336,7 +454,8 @@ struct worker_pool::impl {
     if (expected == stop_cause::lease_lost) return;
     f.cause.store(stop_cause::lease_lost);
     count(f.claimed.type, &type_metrics::lease_lost);
-    log().warn("ops worker_pool {}: op {} lost its lease ({}); cancelling its handler", opts.owner, f.claimed.id, why);
+    log().warn("ops worker_pool {}: op {} lost its lease ({}); cancelling its handler", opts.owner,
+               f.claimed.id, why);
     f.stop.request_stop();
   }
 
@@ -359,7 +478,8 @@ struct worker_pool::impl {
         backoff.reset();
         for (const auto& r : rescued) {
           count(r.type, &type_metrics::recovered);
-          log().info("ops worker_pool {}: rescued op {} ({}), now {}", opts.owner, r.id, r.type, to_string(r.status));
+          log().info("ops worker_pool {}: rescued op {} ({}), now {}", opts.owner, r.id, r.type,
+                     to_string(r.status));
         }
       } catch (const error& e) {
         if (e.code() == errc::stopped) return;
@@ -376,7 +496,8 @@ struct worker_pool::impl {
   void start() {
     std::lock_guard lock(lifecycle);
     if (started || stopped) throw error(errc::invalid_state, "worker_pool already started or stopped");
-    if (handlers.empty()) throw error(errc::invalid_state, "worker_pool has no handler: register one before start()");
+    if (handlers.empty())
+      throw error(errc::invalid_state, "worker_pool has no handler: register one before start()");
     started = true;
     type_list.clear();
     for (const auto& [type, r] : handlers) type_list.push_back(type);  // std::map: sorted
@@ -384,8 +505,11 @@ struct worker_pool::impl {
       std::lock_guard m(metrics_mutex);
       for (const auto& t : type_list) counters[t];
     }
+    subscription = q.subscribe_ready(type_list, [this](bool matched) { on_ready(matched); });
+    by_notify = subscription != nullptr;
     heartbeater = std::jthread([this](const std::stop_token& st) { heartbeats(st); });
     if (opts.rescuer) rescuer = std::jthread([this](const std::stop_token& st) { rescue(st); });
+    if (opts.on_metrics) reporter = std::jthread([this](const std::stop_token& st) { report_metrics(st); });
     for (int i = 0; i < opts.workers; ++i) workers.emplace_back([this] { work(); });
   }
 
@@ -420,10 +544,42 @@ struct worker_pool::impl {
       for (auto& w : workers) w.join();
       workers.clear();
     } else {
-      log().error("ops worker_pool {}: {} handler(s) still running after shutdown cancellation: {}", opts.owner,
-                  report.still_running.size(), fmt::join(report.still_running, ", "));
+      log().error("ops worker_pool {}: {} handler(s) still running after shutdown cancellation: {}",
+                  opts.owner, report.still_running.size(), fmt::join(report.still_running, ", "));
+    }
+    subscription.reset();  // no more callbacks into this pool
+    if (reporter.joinable()) {
+      reporter.request_stop();
+      reporter.join();
+      exported();  // the final figures
     }
     return report;
+  }
+
+  pool_metrics snapshot() const {
+    pool_metrics m;
+    {
+      std::lock_guard lock(metrics_mutex);
+      m.by_type = counters;
+      m.wakeups = wakeups;
+      m.idle_polls = idle_polls;
+      m.dequeues = dequeues;
+    }
+    std::lock_guard lock(flights_mutex);
+    m.in_flight = static_cast<std::int64_t>(flights.size());
+    return m;
+  }
+
+  void exported() {
+    try {
+      opts.on_metrics(snapshot());
+    } catch (const std::exception& e) {
+      log().warn("ops worker_pool {}: the metrics callback threw: {}", opts.owner, e.what());
+    }
+  }
+
+  void report_metrics(const std::stop_token& stop) {
+    while (sleep_for(opts.metrics_interval, stop)) exported();
   }
 
   queue& q;
@@ -437,7 +593,7 @@ struct worker_pool::impl {
   stop_report report;
 
   std::stop_source claim_stop;
-  std::mutex flights_mutex;
+  mutable std::mutex flights_mutex;
   std::condition_variable flights_cv;
   std::map<std::string, std::shared_ptr<flight>> flights;
   int claiming = 0;
@@ -445,14 +601,26 @@ struct worker_pool::impl {
   std::mutex sleep_mutex;
   std::condition_variable_any sleep_cv;
 
+  // Shared idle polling (§7.2).
+  std::mutex idle_mutex;
+  std::condition_variable_any idle_cv;
+  int parked = 0;               // workers waiting for a turn
+  int tickets = 0;              // turns handed out by successful claims, ≤ parked
+  bool poller_taken = false;    // one idle worker polls
+  bool by_notify = false;       // set before the workers start
+  std::uint64_t ready_gen = 0;  // NOTIFYs naming our types and "look now" events
+
   mutable std::mutex metrics_mutex;
   std::map<std::string, type_metrics> counters;
+  std::uint64_t wakeups = 0, idle_polls = 0, dequeues = 0;
 
   std::mutex rng_mutex;
   std::mt19937_64 rng{std::random_device{}()};
 
   std::vector<std::thread> workers;
-  std::jthread heartbeater, rescuer;
+  std::jthread heartbeater, rescuer, reporter;
+  // Last: destroyed first, so no listener callback outlives the members above.
+  std::shared_ptr<void> subscription;
 };
 
 worker_pool::worker_pool(queue& q, worker_pool_options options)
@@ -471,7 +639,8 @@ worker_pool::~worker_pool() {
 
 void worker_pool::add_handler(const std::string& type, op_handler handler, handler_options options) {
   if (type.empty()) throw error(errc::invalid_argument, "worker_pool handler type must not be empty");
-  if (!handler) throw error(errc::invalid_argument, fmt::format("worker_pool handler for type {} is empty", type));
+  if (!handler)
+    throw error(errc::invalid_argument, fmt::format("worker_pool handler for type {} is empty", type));
   std::lock_guard lock(impl_->lifecycle);
   if (impl_->started || impl_->stopped) {
     throw error(errc::invalid_state, fmt::format("worker_pool add_handler({}) after start", type));
@@ -487,16 +656,7 @@ stop_report worker_pool::stop(std::optional<std::chrono::milliseconds> deadline)
   return impl_->stop(deadline.value_or(impl_->opts.shutdown_deadline));
 }
 
-pool_metrics worker_pool::metrics() const {
-  pool_metrics m;
-  {
-    std::lock_guard lock(impl_->metrics_mutex);
-    m.by_type = impl_->counters;
-  }
-  std::lock_guard lock(impl_->flights_mutex);
-  m.in_flight = static_cast<std::int64_t>(impl_->flights.size());
-  return m;
-}
+pool_metrics worker_pool::metrics() const { return impl_->snapshot(); }
 
 const std::string& worker_pool::owner() const noexcept { return impl_->opts.owner; }
 

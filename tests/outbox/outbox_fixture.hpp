@@ -67,7 +67,16 @@ class outbox_conformance : public ::testing::TestWithParam<engine> {
     if (is_pg()) {
       pg::tx tx(*db_);
       auto r = w.insert_batch(tx, batch);
+      const std::string xid = *tx.exec("SELECT pg_current_xact_id()::text").at(0).at(0);
       tx.commit();
+      // Ordered claims take a row only once every older transaction in the
+      // cluster has ended (the horizon rule). Other suites share this server,
+      // so wait for that here rather than let a claim come back empty.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (*db_->exec("SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8", {xid}).at(0).at(0) != "t" &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
       return r;
     }
     sqlite::tx tx(*db_);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -241,6 +242,16 @@ class queue {
   // this process's writes on this database, NOTIFYs when notify is on
   // (PostgreSQL), and commits by other processes (SQLite, PRAGMA data_version).
   [[nodiscard]] std::uint64_t change_marker();
+  // PostgreSQL with notify on: calls fn on the process's listener thread
+  // with true when a NOTIFY on notify_channel names one of types, and with
+  // false when the listener (re)starts listening (notifications may have been
+  // missed: look now). fn must be short and must not call the queue.
+  // Destroying the handle unsubscribes; once that returns, fn is not called
+  // again. Otherwise (SQLite, notify off): an empty handle, fn never called —
+  // use wait_for_change. Thread-safe.
+  [[nodiscard]] std::shared_ptr<void> subscribe_ready(std::vector<std::string> types,
+                                                      std::function<void(bool matched)> fn);
+
   // Why wait_for_change returned; checked in this order (close wins).
   enum class wake { closed, stopped, changed, timed_out };
   // Waits until change_marker() != seen, timeout, stop requested or close, and

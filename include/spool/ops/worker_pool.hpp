@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "spool/metrics.hpp"
 #include "spool/ops/op.hpp"
 #include "spool/ops/queue.hpp"
 
@@ -51,7 +52,8 @@ enum class stop_cause { none, shutdown, lease_lost };
 // What a handler gets besides its op. Valid for the duration of the call.
 class handler_context {
  public:
-  handler_context(std::stop_token stop, const std::atomic<stop_cause>* cause) : stop_(std::move(stop)), cause_(cause) {}
+  handler_context(std::stop_token stop, const std::atomic<stop_cause>* cause)
+      : stop_(std::move(stop)), cause_(cause) {}
   // Set on shutdown cancellation or lease loss; handlers MUST observe it.
   [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
   [[nodiscard]] bool stop_requested() const noexcept { return stop_.stop_requested(); }
@@ -80,14 +82,16 @@ struct handler_options {
   std::optional<retry_policy> retry;
 };
 
+struct pool_metrics;
+
 struct worker_pool_options {
-  int workers = 4;                                       // ≥ 1
-  std::chrono::milliseconds poll_interval{500};          // idle poll period
-  std::chrono::milliseconds max_db_backoff{30000};       // cap of the database-error backoff
-  std::chrono::milliseconds heartbeat_interval{10000};   // §5.1
-  std::chrono::milliseconds lease_timeout{60000};        // ≥ 3 × heartbeat_interval
-  std::chrono::milliseconds rescue_interval{10000};      // ±20 % jitter
-  bool rescuer = true;                                   // run the rescuer in this pool
+  int workers = 4;                                                 // ≥ 1
+  std::chrono::milliseconds poll_interval{500};                    // idle poll period
+  std::chrono::milliseconds max_db_backoff{30000};                 // cap of the database-error backoff
+  std::chrono::milliseconds heartbeat_interval{10000};             // §5.1
+  std::chrono::milliseconds lease_timeout{60000};                  // ≥ 3 × heartbeat_interval
+  std::chrono::milliseconds rescue_interval{10000};                // ±20 % jitter
+  bool rescuer = true;                                             // run the rescuer in this pool
   std::optional<std::chrono::milliseconds> legacy_orphan_timeout;  // §5.3; unset: off
   std::chrono::milliseconds retry_base{30000};
   double retry_multiplier = 2.0;
@@ -98,6 +102,11 @@ struct worker_pool_options {
   std::chrono::milliseconds outcome_deadline{5000};    // a fresh deadline for every outcome call
   std::string owner;                                   // empty: the queue's owner()
   std::size_t max_error_bytes = 4096;                  // last_error truncated at a UTF-8 boundary
+  // Exporters (§7.5): called with a snapshot every metrics_interval on the
+  // pool's reporter thread, and once more when stop() ends. Must not call
+  // the pool's stop(). Unset: no reporter thread.
+  std::function<void(const pool_metrics&)> on_metrics;
+  std::chrono::milliseconds metrics_interval{10000};
 };
 
 // Counters of one op type.
@@ -110,6 +119,7 @@ struct type_metrics {
   std::uint64_t recovered = 0;  // by this pool's rescuer
   std::uint64_t lease_lost = 0;
   std::uint64_t db_errors = 0;
+  latency_histogram handler_latency;  // handler start to return (§7.5)
   friend bool operator==(const type_metrics&, const type_metrics&) = default;
 };
 
@@ -118,6 +128,13 @@ struct pool_metrics {
   // not tied to one type (dequeue, heartbeat, rescuer) are counted under "".
   std::map<std::string, type_metrics> by_type;
   std::int64_t in_flight = 0;  // handlers running now
+  // Idle waits of the pool's one polling worker (§7.2): ended by a wake-up
+  // (a NOTIFY naming a registered type or the listener (re)starting, this
+  // process's commit, another process's commit on SQLite), or by
+  // poll_interval passing.
+  std::uint64_t wakeups = 0;
+  std::uint64_t idle_polls = 0;
+  std::uint64_t dequeues = 0;  // dequeue calls made by the workers
   [[nodiscard]] type_metrics total() const;
 };
 
@@ -128,7 +145,8 @@ struct stop_report {
 };
 
 // The §7.3 delay for attempts = n with a uniform draw u in [0, 1] (0.5: no jitter).
-[[nodiscard]] std::chrono::milliseconds backoff_delay(std::int32_t attempts, const retry_policy& policy, double u);
+[[nodiscard]] std::chrono::milliseconds backoff_delay(std::int32_t attempts, const retry_policy& policy,
+                                                      double u);
 
 class worker_pool {
  public:

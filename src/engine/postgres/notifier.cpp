@@ -1,4 +1,3 @@
-#include "common/log.hpp"
 #include "engine/postgres/notifier.hpp"
 
 #include <poll.h>
@@ -7,13 +6,17 @@
 #include <chrono>
 
 #include "common/identifier.hpp"
+#include "common/log.hpp"
 #include "engine/postgres/connection.hpp"
 #include "spool/error.hpp"
 
 namespace spool::pg::detail {
 
-notifier::notifier(std::function<std::unique_ptr<connection>()> connect, std::function<void()> wake)
-    : connect_(std::move(connect)), wake_(std::move(wake)), thread_([this](const std::stop_token& st) { run(st); }) {}
+notifier::notifier(std::function<std::unique_ptr<connection>()> connect,
+                   std::function<void(const event*)> on_event)
+    : connect_(std::move(connect)),
+      on_event_(std::move(on_event)),
+      thread_([this](const std::stop_token& st) { run(st); }) {}
 
 notifier::~notifier() {
   thread_.request_stop();
@@ -36,7 +39,6 @@ void notifier::run(const std::stop_token& stop) {
         listening.clear();
         conn = connect_();
         backoff = std::chrono::milliseconds(100);
-        wake_();  // anything sent while we were away is lost: look now
       }
       {
         std::set<std::string> wanted;
@@ -45,11 +47,15 @@ void notifier::run(const std::stop_token& stop) {
           if (channels_changed_ || listening.empty()) wanted = channels_;
           channels_changed_ = false;
         }
+        bool added = false;
         for (const auto& ch : wanted) {
           if (listening.insert(ch).second) {
             conn->exec_script("LISTEN " + spool::detail::quote_identifier(ch));
+            added = true;
           }
         }
+        // Anything sent before this LISTEN (or while we were away) is lost: look now.
+        if (added) on_event_(nullptr);
       }
       // Short waits keep shutdown and new channels prompt without a self-pipe.
       pollfd pfd{PQsocket(conn->native()), POLLIN, 0};
@@ -60,12 +66,11 @@ void notifier::run(const std::stop_token& stop) {
         conn.reset();
         continue;
       }
-      bool any = false;
       while (PGnotify* n = PQnotifies(conn->native())) {
-        any = true;
+        const event e{n->relname != nullptr ? n->relname : "", n->extra != nullptr ? n->extra : ""};
         PQfreemem(n);
+        on_event_(&e);
       }
-      if (any) wake_();
     } catch (const std::exception& e) {
       conn.reset();
       spool::detail::log().debug("notifier: {}; retrying in {} ms", e.what(), backoff.count());

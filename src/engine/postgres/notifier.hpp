@@ -1,9 +1,10 @@
 // The process's shared LISTEN connection for one database (DESIGN.md,
 // Runtimes): one thread, one connection, every notification on the channels
-// it listens to raises the database's wake signal. It reconnects by itself
-// and raises the signal after a reconnect, because notifications sent while
-// it was away are lost and pollers must look at once. Pollers keep polling
-// at their interval regardless: NOTIFY is only a hint.
+// it listens to is passed to on_event. After it starts listening on a channel
+// (first use, or again after a reconnect) it reports a "look now" event,
+// because notifications sent before the LISTEN took effect are lost and
+// pollers must look at once. Pollers keep polling at their interval
+// regardless: NOTIFY is only a hint.
 // Thread safety: listen() may be called from any thread.
 #pragma once
 
@@ -18,9 +19,15 @@ namespace spool::pg::detail {
 
 class notifier {
  public:
+  // One notification; on_event(nullptr) means "look now" (see above).
+  struct event {
+    std::string channel;
+    std::string payload;
+  };
   // connect() opens a fresh connection (throws spool::error when it cannot);
-  // wake() is called for every notification and after every (re)connect.
-  notifier(std::function<std::unique_ptr<class connection>()> connect, std::function<void()> wake);
+  // on_event runs on the listener's thread and must be short.
+  notifier(std::function<std::unique_ptr<class connection>()> connect,
+           std::function<void(const event*)> on_event);
   ~notifier();
   notifier(const notifier&) = delete;
   notifier& operator=(const notifier&) = delete;
@@ -32,7 +39,7 @@ class notifier {
   void run(const std::stop_token& stop);
 
   std::function<std::unique_ptr<connection>()> connect_;
-  std::function<void()> wake_;
+  std::function<void(const event*)> on_event_;
   std::mutex mutex_;
   std::set<std::string> channels_;
   bool channels_changed_ = false;

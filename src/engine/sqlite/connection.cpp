@@ -12,17 +12,23 @@ namespace {
 
 const char* sync_pragma(sqlite_synchronous s) {
   switch (s) {
-    case sqlite_synchronous::off: return "PRAGMA synchronous=OFF";
-    case sqlite_synchronous::normal: return "PRAGMA synchronous=NORMAL";
-    case sqlite_synchronous::full: return "PRAGMA synchronous=FULL";
-    case sqlite_synchronous::extra: return "PRAGMA synchronous=EXTRA";
+    case sqlite_synchronous::off:
+      return "PRAGMA synchronous=OFF";
+    case sqlite_synchronous::normal:
+      return "PRAGMA synchronous=NORMAL";
+    case sqlite_synchronous::full:
+      return "PRAGMA synchronous=FULL";
+    case sqlite_synchronous::extra:
+      return "PRAGMA synchronous=EXTRA";
   }
   return "PRAGMA synchronous=FULL";
 }
 
 }  // namespace
 
-connection::connection(const std::string& path, std::chrono::milliseconds busy_timeout, sqlite_synchronous sync) {
+connection::connection(const std::string& path, std::chrono::milliseconds busy_timeout,
+                       sqlite_synchronous sync, std::shared_ptr<std::timed_mutex> write_gate)
+    : busy_timeout_(busy_timeout), gate_(std::move(write_gate)) {
   if (sqlite3_libversion_number() < 3038000) {
     throw error(errc::invalid_state,
                 fmt::format("SQLite {} is too old: Spool requires 3.38 or newer", sqlite3_libversion()),
@@ -34,7 +40,8 @@ connection::connection(const std::string& path, std::chrono::milliseconds busy_t
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
     db_ = nullptr;
-    throw error(errc::unavailable, fmt::format("cannot open SQLite database {}: {}", path, msg), "connect_failed");
+    throw error(errc::unavailable, fmt::format("cannot open SQLite database {}: {}", path, msg),
+                "connect_failed");
   }
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout.count()));
@@ -46,6 +53,7 @@ connection::connection(const std::string& path, std::chrono::milliseconds busy_t
 connection::connection(::sqlite3* borrowed) : db_(borrowed), owned_(false) {}
 
 connection::~connection() {
+  release_gate();
   for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
   if (owned_ && db_ != nullptr) sqlite3_close_v2(db_);
 }
@@ -90,7 +98,9 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
     spool::detail::check_call(limits, "statement");
     sqlite3_progress_handler(
         db_, 1000,
-        [](void* ctx) -> int { return *spool::detail::interruption(*static_cast<const call_options*>(ctx)) ? 1 : 0; },
+        [](void* ctx) -> int {
+          return *spool::detail::interruption(*static_cast<const call_options*>(ctx)) ? 1 : 0;
+        },
         const_cast<call_options*>(&limits));
   }
   sqlite3_stmt* stmt = prepare(sql);
@@ -156,10 +166,40 @@ void connection::exec_script(const std::string& sql) {
   if (rc != SQLITE_OK) fail(rc, "script");
 }
 
-void connection::begin_immediate() { exec_script("BEGIN IMMEDIATE"); }
-void connection::commit() { exec_script("COMMIT"); }
+void connection::begin_immediate() {
+  if (gate_ && !gate_held_) {
+    if (!gate_->try_lock_for(busy_timeout_)) {
+      throw error(errc::unavailable,
+                  fmt::format("SQLite database is locked: another writer in this process held it for {} ms",
+                              busy_timeout_.count()),
+                  "busy");
+    }
+    gate_held_ = true;
+  }
+  try {
+    exec_script("BEGIN IMMEDIATE");
+  } catch (...) {
+    release_gate();
+    throw;
+  }
+}
+
+void connection::commit() {
+  exec_script("COMMIT");
+  release_gate();
+}
+
 void connection::rollback() noexcept {
-  if (db_ != nullptr && sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  if (db_ != nullptr && sqlite3_get_autocommit(db_) == 0)
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  release_gate();
+}
+
+void connection::release_gate() noexcept {
+  if (gate_held_) {
+    gate_held_ = false;
+    gate_->unlock();
+  }
 }
 
 }  // namespace spool::sqlite::detail

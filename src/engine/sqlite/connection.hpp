@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,8 +23,13 @@ namespace spool::sqlite::detail {
 class connection {
  public:
   // Opens (creating the file if needed) and applies the connection settings.
+  // write_gate, shared by the connections of one database in this process,
+  // queues this process's writers in begin_immediate() on a mutex that wakes
+  // the next one at once, instead of SQLite's busy handler, which sleeps and
+  // retries and can starve a writer past busy_timeout under load.
   // Errors: invalid_state (sqlite_too_old), unavailable (cannot open / busy).
-  connection(const std::string& path, std::chrono::milliseconds busy_timeout, sqlite_synchronous sync);
+  connection(const std::string& path, std::chrono::milliseconds busy_timeout, sqlite_synchronous sync,
+             std::shared_ptr<std::timed_mutex> write_gate = nullptr);
   // Borrows an application's handle; never closed by Spool.
   explicit connection(::sqlite3* borrowed);
   ~connection();
@@ -38,22 +44,30 @@ class connection {
   // database_error.
   // With limits, a statement still running at the deadline or stop is
   // interrupted: SQLite undoes it, so that is `unavailable` (nothing done).
-  std::vector<row> query(std::string_view sql, const std::vector<param>& params, const call_options& limits = {});
+  std::vector<row> query(std::string_view sql, const std::vector<param>& params,
+                         const call_options& limits = {});
   // Rows changed by the last statement.
   [[nodiscard]] long long changes() const noexcept;
   // Runs SQL text that may hold several statements (migrations), uncached.
   void exec_script(const std::string& sql);
 
+  // BEGIN IMMEDIATE, after taking the write gate (at most busy_timeout).
+  // Errors: unavailable (busy).
   void begin_immediate();
-  void commit();
+  void commit();  // releases the gate once COMMIT succeeded
   void rollback() noexcept;
 
  private:
   ::sqlite3_stmt* prepare(std::string_view sql);
   [[noreturn]] void fail(int rc, std::string_view context) const;
 
+  void release_gate() noexcept;
+
   ::sqlite3* db_ = nullptr;
   bool owned_ = true;
+  std::chrono::milliseconds busy_timeout_{0};
+  std::shared_ptr<std::timed_mutex> gate_;
+  bool gate_held_ = false;
   std::unordered_map<std::string, ::sqlite3_stmt*> cache_;
 };
 
