@@ -168,6 +168,14 @@ struct worker_pool::impl {
       if (f) {
         idle = false;
         claimed_one(poller);
+        if (stop.stop_requested()) {  // stop() began while this claim was in flight: do not start it
+          record(*f, "release", [&](const call_options& c) {
+            q.release(f->claimed.id, token(f->claimed), "released unstarted: the pool is stopping", c);
+            count(f->claimed.type, &type_metrics::released);
+          });
+          finish(f);
+          continue;
+        }
         run(*f);
         finish(f);
         continue;
