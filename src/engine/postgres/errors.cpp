@@ -30,26 +30,30 @@ void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_vie
 
   // A connection that died under a statement: the server may have applied a
   // write (or a COMMIT) before the link broke, so a write is in doubt.
-  if (lost || starts_with(sqlstate, "08") || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03") {
+  if (lost || starts_with(sqlstate, "08") || sqlstate == "57P01" || sqlstate == "57P02" ||
+      sqlstate == "57P03") {
     if (what == intent::write) {
       throw error(errc::in_doubt, fmt::format("connection lost during {}; outcome unknown: {}", context, msg),
                   "connection_lost", sqlstate);
     }
-    throw error(errc::unavailable, fmt::format("connection lost during {}: {}", context, msg), "connection_lost",
-                sqlstate);
+    throw error(errc::unavailable, fmt::format("connection lost during {}: {}", context, msg),
+                "connection_lost", sqlstate);
   }
   if (sqlstate == "40001" || sqlstate == "40P01") {
     throw error(errc::unavailable, msg, sqlstate == "40001" ? "serialization_failure" : "deadlock", sqlstate);
   }
   if (sqlstate == "55P03") throw error(errc::unavailable, msg, "lock_timeout", sqlstate);
   if (sqlstate == "57014") throw error(errc::unavailable, msg, "statement_timeout", sqlstate);
-  if (sqlstate == "53300" || sqlstate == "53400") throw error(errc::unavailable, msg, "too_many_connections", sqlstate);
+  if (sqlstate == "53300" || sqlstate == "53400")
+    throw error(errc::unavailable, msg, "too_many_connections", sqlstate);
   if (sqlstate == "25P02") throw error(errc::invalid_state, msg, "transaction_aborted", sqlstate);
   if (sqlstate == "42P01" || sqlstate == "3F000") {
     throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", msg), "schema_version_mismatch",
                 sqlstate);
   }
   if (sqlstate == "25006") throw error(errc::invalid_state, msg, "not_writable", sqlstate);
+  // A role without the grant (docs/SECURITY.md): not retryable, not a bug in Spool.
+  if (sqlstate == "42501") throw error(errc::unauthorized, msg, "insufficient_privilege", sqlstate);
   throw error(errc::database_error, msg, "database_error", sqlstate);
 }
 
