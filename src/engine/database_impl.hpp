@@ -87,7 +87,8 @@ class database_impl {
   database_options options_;
   std::unique_ptr<pool<pg::detail::connection>> pg_pool_;
   // This process's writers to the SQLite file queue here (connection.hpp).
-  std::shared_ptr<std::timed_mutex> sqlite_write_gate_ = std::make_shared<std::timed_mutex>();
+  std::shared_ptr<sqlite::detail::write_gate> sqlite_write_gate_ =
+      std::make_shared<sqlite::detail::write_gate>();
   std::unique_ptr<pool<sqlite::detail::connection>> sqlite_pool_;
   wake_signal wake_;
   std::mutex subscribers_mutex_;  // held while calling subscribers

@@ -27,8 +27,8 @@ const char* sync_pragma(sqlite_synchronous s) {
 }  // namespace
 
 connection::connection(const std::string& path, std::chrono::milliseconds busy_timeout,
-                       sqlite_synchronous sync, std::shared_ptr<std::timed_mutex> write_gate)
-    : busy_timeout_(busy_timeout), gate_(std::move(write_gate)) {
+                       sqlite_synchronous sync, std::shared_ptr<write_gate> gate)
+    : busy_timeout_(busy_timeout), gate_(std::move(gate)) {
   if (sqlite3_libversion_number() < 3038000) {
     throw error(errc::invalid_state,
                 fmt::format("SQLite {} is too old: Spool requires 3.38 or newer", sqlite3_libversion()),
@@ -168,7 +168,7 @@ void connection::exec_script(const std::string& sql) {
 
 void connection::begin_immediate() {
   if (gate_ && !gate_held_) {
-    if (!gate_->try_lock_for(busy_timeout_)) {
+    if (!gate_->acquire(busy_timeout_)) {
       throw error(errc::unavailable,
                   fmt::format("SQLite database is locked: another writer in this process held it for {} ms",
                               busy_timeout_.count()),
@@ -198,7 +198,7 @@ void connection::rollback() noexcept {
 void connection::release_gate() noexcept {
   if (gate_held_) {
     gate_held_ = false;
-    gate_->unlock();
+    gate_->release();
   }
 }
 

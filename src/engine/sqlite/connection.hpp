@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,16 +21,42 @@ struct sqlite3_stmt;
 
 namespace spool::sqlite::detail {
 
+// This process's writers to one SQLite database queue here (see connection).
+// A flag under a mutex rather than a locked mutex, so the holder may release
+// it from another thread (a transaction handed between threads).
+class write_gate {
+ public:
+  // False when the gate stayed taken for the whole timeout.
+  bool acquire(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(m_);
+    if (!cv_.wait_for(lock, timeout, [&] { return !held_; })) return false;
+    held_ = true;
+    return true;
+  }
+  void release() noexcept {
+    {
+      std::lock_guard lock(m_);
+      held_ = false;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool held_ = false;
+};
+
 class connection {
  public:
   // Opens (creating the file if needed) and applies the connection settings.
-  // write_gate, shared by the connections of one database in this process,
+  // gate, shared by the connections of one database in this process,
   // queues this process's writers in begin_immediate() on a mutex that wakes
   // the next one at once, instead of SQLite's busy handler, which sleeps and
   // retries and can starve a writer past busy_timeout under load.
   // Errors: invalid_state (sqlite_too_old), unavailable (cannot open / busy).
   connection(const std::string& path, std::chrono::milliseconds busy_timeout, sqlite_synchronous sync,
-             std::shared_ptr<std::timed_mutex> write_gate = nullptr);
+             std::shared_ptr<write_gate> gate = nullptr);
   // Borrows an application's handle; never closed by Spool.
   explicit connection(::sqlite3* borrowed);
   ~connection();
@@ -66,7 +93,7 @@ class connection {
   ::sqlite3* db_ = nullptr;
   bool owned_ = true;
   std::chrono::milliseconds busy_timeout_{0};
-  std::shared_ptr<std::timed_mutex> gate_;
+  std::shared_ptr<write_gate> gate_;
   bool gate_held_ = false;
   std::unordered_map<std::string, ::sqlite3_stmt*> cache_;
 };
