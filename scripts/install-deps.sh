@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libpqxx-dev libhowardhinnant-date-dev libcpp-httplib-dev
   tzdata libssl-dev
+  faketime
 )
 
 missing=()
