@@ -26,9 +26,8 @@ namespace {
 
 // Starts exe with args; stdin/stdout/stderr opened from the given files. With
 // own_group the child leads a new process group.
-pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& in,
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::filesystem::path& in,
             const std::filesystem::path& out, const std::filesystem::path& err, bool own_group) {
-  const std::string exe = cli_path();
   std::vector<char*> argv{const_cast<char*>(exe.c_str())};
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -79,7 +78,7 @@ cli_result run_cli(const std::vector<std::string>& args, const std::string& inpu
   static const temp_dir io;  // one scratch directory per process
   const auto in = io.path() / "stdin", out = io.path() / "stdout", err = io.path() / "stderr";
   std::ofstream(in, std::ios::binary) << input;
-  const pid_t pid = spawn(args, in, out, err, false);
+  const pid_t pid = spawn(cli_path(), args, in, out, err, false);
   cli_result r;
   r.exit_code = exit_code_of(wait_for_exit(pid));
   r.out = read_file(out);
@@ -115,8 +114,12 @@ int exit_code_of(int wait_status) {
 
 cli_process::cli_process(const std::vector<std::string>& args, const std::filesystem::path& dir,
                          const std::string& name)
+    : cli_process(cli_path(), args, dir, name) {}
+
+cli_process::cli_process(const std::string& exe, const std::vector<std::string>& args,
+                         const std::filesystem::path& dir, const std::string& name)
     : out_(dir / (name + ".out")), err_(dir / (name + ".err")) {
-  pid_ = spawn(args, "/dev/null", out_, err_, true);
+  pid_ = spawn(exe, args, "/dev/null", out_, err_, true);
 }
 
 cli_process::cli_process(cli_process&& other) noexcept

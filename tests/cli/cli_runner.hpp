@@ -65,6 +65,10 @@ class cli_process {
  public:
   cli_process(const std::vector<std::string>& args, const std::filesystem::path& dir,
               const std::string& name = "work");
+  // Any other program (a test tool, or a wrapper such as faketime) run the
+  // same way: exe is a path, args do not include argv[0].
+  cli_process(const std::string& exe, const std::vector<std::string>& args, const std::filesystem::path& dir,
+              const std::string& name);
   ~cli_process();
   cli_process(cli_process&& other) noexcept;
   cli_process& operator=(cli_process&&) = delete;
