@@ -6,8 +6,10 @@
 #                             DIR/uri (postgresql://postgres@127.0.0.1:PORT/postgres) and DIR/port.
 #   pg_server.sh stop DIR     stop it (fast, then immediate, then SIGKILL) and remove DIR/data.
 #                             Idempotent: a DIR with no server (or no DIR at all) is fine.
-#   pg_server.sh restart DIR  restart the running server in place (same data, same port); for tests
-#                             of reconnects.
+#   pg_server.sh restart DIR [fast|immediate]
+#                             restart the running server in place (same data, same port); for tests
+#                             of reconnects. fast (the default) ends sessions cleanly; immediate
+#                             kills them like a crash, and the server runs crash recovery on start.
 #   pg_server.sh env DIR      print `export SPOOL_TEST_PG_URI=...` for a developer's shell:
 #                               eval "$(tests/support/pg_server.sh env /tmp/spool-pg)"
 #
@@ -29,7 +31,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $PROG start|stop|restart|env DIR" >&2
+  echo "usage: $PROG start|stop|env DIR | $PROG restart DIR [fast|immediate]" >&2
   exit 2
 }
 
@@ -288,13 +290,16 @@ EOF
 }
 
 do_restart() {
+  local mode=${2:-fast}
+  [[ $mode == fast || $mode == immediate ]] || die "unknown restart mode '$mode': use fast or immediate"
   find_bindir
   resolve_dir "$1" no
   [[ -n $DIR && -s $DIR/port ]] || die "no server to restart in $1; start one: $0 start $1"
   local port
   port=$(<"$DIR/port")
-  as_pg "$BIN/pg_ctl" -D "$RUN/data" -l "$RUN/log" -o "-p $port" -m fast -w -t 60 restart >/dev/null ||
-    die "could not restart PostgreSQL in $RUN/data; see $DIR/log"
+  # -w waits until the new postmaster accepts connections (after crash recovery, for immediate).
+  as_pg "$BIN/pg_ctl" -D "$RUN/data" -l "$RUN/log" -o "-p $port" -m "$mode" -w -t 60 restart >/dev/null ||
+    die "could not restart PostgreSQL ($mode) in $RUN/data; see $DIR/log"
 }
 
 do_env() {
@@ -305,14 +310,15 @@ do_env() {
   printf 'export SPOOL_TEST_PG_DIR=%q\n' "$DIR"
 }
 
-[[ $# -eq 2 && -n $2 ]] || usage
+# Two arguments; restart alone takes an optional third, its shutdown mode.
+[[ ($# -eq 2 || ($# -eq 3 && $1 == restart)) && -n $2 ]] || usage
 case $1 in
   start) do_start "$2" ;;
   stop)
     resolve_dir "$2" no
     do_stop
     ;;
-  restart) do_restart "$2" ;;
+  restart) do_restart "$2" "${3:-fast}" ;;
   env) do_env "$2" ;;
   *) usage ;;
 esac
