@@ -1,5 +1,9 @@
 // The store on both engines (outbox.md §4, §6; scenarios 9–13, 16–21).
+#include <sqlite3.h>
+
 #include <atomic>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -10,7 +14,23 @@ namespace {
 
 using namespace spool::outbox;
 
-class outbox_store : public outbox_conformance {};
+class outbox_store : public outbox_conformance {
+ protected:
+  // Every column of every row of the outbox table and of its replay audit, as
+  // text: a call that "changes nothing" leaves this byte-identical.
+  std::string table_image() {
+    std::string out;
+    for (const char* sql : {"SELECT * FROM outbox_messages ORDER BY seq",
+                            "SELECT * FROM outbox_messages_replay_audit ORDER BY replay_id, message_id"}) {
+      for (const auto& r : db_->exec(sql)) {
+        for (const auto& cell : r) out += cell ? "'" + *cell + "' " : "NULL ";
+        out += '\n';
+      }
+      out += "--\n";
+    }
+    return out;
+  }
+};
 
 std::vector<std::string> ids_of(const std::vector<claimed_message>& c) {
   std::vector<std::string> out;
@@ -268,20 +288,192 @@ TEST_P(outbox_store, claim_arguments_are_checked_in_order) {
   EXPECT_OUTBOX_ERROR((void)make_store({.archive_deadline = 100ms}), errc::invalid_argument, "invalid_config");
 }
 
-TEST_P(outbox_store, a_pre_cancelled_call_changes_nothing_and_then_succeeds) {
-  write({env("x")});
+// Scenario 16. A call whose stop was requested, or whose deadline passed,
+// before it started is refused before any statement is sent. For every store
+// operation that takes call_options (the writer's insert and insert_batch take
+// none: they run in the caller's transaction), both refusals are unavailable
+// with their reason and leave the outbox and its audit byte-identical, with no
+// callback or archiver run; the same call without them then succeeds.
+TEST_P(outbox_store, a_pre_cancelled_call_of_each_store_operation_changes_nothing_and_then_succeeds) {
+  write({env("k1", "t", "k"), env("k2", "t", "k"), env("extend"), env("extend_many"), env("deliver"),
+         env("deliver_fn"), env("retry"), env("dead"), env("dead_too"), env("dead_three"), env("release")});
   auto s = make_store();
-  std::stop_source stop;
-  stop.request_stop();
-  const call_options cancelled{std::nullopt, stop.get_token()};
-  EXPECT_OUTBOX_ERROR((void)s.claim("relay", 1, 30s, serialization::none, cancelled), errc::unavailable, "cancelled");
-  EXPECT_EQ(state_of("x"), "pending");
-  const auto got = s.claim("relay", 1, 30s).at(0);
-  EXPECT_OUTBOX_ERROR(s.mark_delivered(got.ref, cancelled), errc::unavailable, "cancelled");
-  EXPECT_OUTBOX_ERROR((void)s.backlog(cancelled), errc::unavailable, "cancelled");
-  EXPECT_EQ(state_of("x"), "leased");
-  s.mark_delivered(got.ref);
+  std::stop_source stopped;
+  stopped.request_stop();
+  const std::vector<std::pair<call_options, std::string>> refusals{
+      {{std::nullopt, stopped.get_token()}, "cancelled"},
+      {{std::chrono::steady_clock::now() - 1s, {}}, "deadline_exceeded"}};
+  auto refused = [&](const std::function<void(const call_options&)>& call) {
+    for (const auto& [options, reason] : refusals) {
+      const std::string before = table_image();
+      EXPECT_OUTBOX_ERROR(call(options), errc::unavailable, reason);
+      EXPECT_EQ(table_image(), before) << "a refused call (" << reason << ") changed the outbox";
+    }
+  };
+
+  refused(
+      [&](const call_options& o) { (void)s.claim("relay", 100, 30s, serialization::by_ordering_key, o); });
+  const auto got = s.claim("relay", 100, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(got.size(), 10u);  // all but k2, held back by its head k1
+  std::map<std::string, claimed_message> claimed;
+  for (const auto& c : got) claimed[c.message.id] = c;
+  auto ref = [&](const std::string& id) { return claimed.at(id).ref; };
+
+  refused([&](const call_options& o) { (void)s.extend_lease(ref("extend"), 120s, o); });
+  EXPECT_GT(s.extend_lease(ref("extend"), 120s), claimed.at("extend").leased_until);
+
+  refused([&](const call_options& o) {
+    (void)s.extend_leases({ref("extend_many"), ref("extend")}, 120s, o);
+  });
+  const auto extended = s.extend_leases({ref("extend_many")}, 120s);
+  ASSERT_EQ(extended.size(), 1u);
+  ASSERT_TRUE(extended[0].has_value());
+  EXPECT_GT(*extended[0], claimed.at("extend_many").leased_until);
+
+  refused([&](const call_options& o) { s.mark_delivered(ref("deliver"), o); });
+  s.mark_delivered(ref("deliver"));
+  EXPECT_EQ(state_of("deliver"), "delivered");
+
+  int fn_runs = 0;
+  auto deliver_with_fn = [&](const call_options& o) {
+    if (is_pg()) {
+      s.mark_delivered(ref("deliver_fn"), std::function<void(pg::tx&)>([&](pg::tx&) { ++fn_runs; }), o);
+    } else {
+      s.mark_delivered(ref("deliver_fn"), std::function<void(sqlite::tx&)>([&](sqlite::tx&) { ++fn_runs; }),
+                       o);
+    }
+  };
+  refused(deliver_with_fn);
+  EXPECT_EQ(fn_runs, 0);
+  deliver_with_fn({});
+  EXPECT_EQ(fn_runs, 1);
+  EXPECT_EQ(state_of("deliver_fn"), "delivered");
+
+  refused([&](const call_options& o) {
+    (void)s.mark_delivered_and_claim_next(ref("k1"), 30s, serialization::by_ordering_key, o);
+  });
+  const auto next = s.mark_delivered_and_claim_next(ref("k1"), 30s);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->message.id, "k2");
+  EXPECT_EQ(state_of("k1"), "delivered");
+
+  refused([&](const call_options& o) {
+    s.retry(ref("retry"), retry_at::after(1h), {"sink.timeout", "later"}, o);
+  });
+  s.retry(ref("retry"), retry_at::after(1h), {"sink.timeout", "later"});
+  EXPECT_EQ(state_of("retry"), "pending");
+  EXPECT_EQ(count("id = 'retry' AND failure_count = 1"), 1);
+
+  refused([&](const call_options& o) { s.dead_letter(ref("dead"), {"sink_rejected", "no"}, o); });
+  s.dead_letter(ref("dead"), {"sink_rejected", "no"});
+  EXPECT_EQ(state_of("dead"), "dead");
+  // Two more dead rows for the retention calls below.
+  s.dead_letter(ref("dead_too"), {"sink_rejected", "no"});
+  s.dead_letter(ref("dead_three"), {"sink_rejected", "no"});
+
+  refused([&](const call_options& o) { s.release_lease(ref("release"), o); });
+  s.release_lease(ref("release"));
+  EXPECT_EQ(state_of("release"), "pending");
+
+  refused([&](const call_options& o) { (void)s.backlog(o); });
+  const auto b = s.backlog();
+  EXPECT_EQ(b.pending, 2);  // retry, release
+  EXPECT_EQ(b.leased, 3);   // k2, extend, extend_many
+  EXPECT_EQ(b.dead, 3);
+
+  refused([&](const call_options& o) { (void)s.inspect({}, o); });
+  EXPECT_EQ(s.inspect({}).messages.size(), 11u);
+
+  const replay_request replay{{"deliver", "dead"}, "operator", "scenario 16"};
+  refused([&](const call_options& o) { (void)s.replay(replay, o); });
+  EXPECT_EQ(s.replay(replay).items.size(), 2u);
+  EXPECT_EQ(state_of("deliver"), "pending");
+  EXPECT_EQ(state_of("dead"), "pending");
+
+  // Terminal now: k1 and deliver_fn delivered, dead_too and dead_three dead.
+  // Each archive call below takes the oldest aged row (limit 1), each prune
+  // the other one.
+  set_terminal_age("k1", "delivered_at", 7200);
+  set_terminal_age("deliver_fn", "delivered_at", 3600);
+  set_terminal_age("dead_too", "dead_lettered_at", 7200);
+  set_terminal_age("dead_three", "dead_lettered_at", 3600);
+  const auto aged = cutoff::older_than(1min);
+  std::atomic<int> archiver_calls{0};
+  const archiver counting = [&](const std::vector<archived_message>&, auto, std::stop_token) {
+    ++archiver_calls;
+    return archive_outcome{};
+  };
+
+  refused([&](const call_options& o) { (void)s.archive_and_prune_delivered(aged, 1, counting, o); });
+  EXPECT_EQ(archiver_calls.load(), 0);
+  EXPECT_EQ(s.archive_and_prune_delivered(aged, 1, counting), (std::vector<std::string>{"k1"}));
+  EXPECT_EQ(archiver_calls.load(), 1);
+
+  refused([&](const call_options& o) { (void)s.prune_delivered(aged, 10, o); });
+  EXPECT_EQ(s.prune_delivered(aged, 10), (std::vector<std::string>{"deliver_fn"}));
+
+  refused([&](const call_options& o) { (void)s.archive_and_prune_dead(aged, 1, counting, o); });
+  EXPECT_EQ(archiver_calls.load(), 1);
+  EXPECT_EQ(s.archive_and_prune_dead(aged, 1, counting), (std::vector<std::string>{"dead_too"}));
+  EXPECT_EQ(archiver_calls.load(), 2);
+
+  refused([&](const call_options& o) { (void)s.prune_dead(aged, 10, o); });
+  EXPECT_EQ(s.prune_dead(aged, 10), (std::vector<std::string>{"dead_three"}));
+
+  refused([&](const call_options& o) { s.ping(o); });
   s.ping();
+}
+
+// Scenario 16: a read-only connection gives not_writable from ping, claim and
+// the writer, and changes nothing. PostgreSQL: default_transaction_read_only
+// through the URI's options, as a read-only role or a standby would look.
+// SQLite: CI runs as root, for whom a 0444 file is still writable, so the
+// read-only state comes from SQLite itself: the store's only pooled
+// connection gets PRAGMA query_only, and the writer gets application handles
+// opened with SQLITE_OPEN_READONLY or under query_only.
+TEST_P(outbox_store, a_read_only_connection_gives_not_writable_from_ping_claim_and_the_writer) {
+  write({env("x")});
+  const std::string before = table_image();
+  if (is_pg()) {
+    const char* sep = uri_.find('?') == std::string::npos ? "?" : "&";
+    auto ro = database::open(uri_ + sep + "options=-c%20default_transaction_read_only%3Don");
+    store s(ro);
+    EXPECT_OUTBOX_ERROR(s.ping(), errc::invalid_state, "not_writable");
+    EXPECT_OUTBOX_ERROR((void)s.claim("relay", 1, 30s), errc::invalid_state, "not_writable");
+    writer w(ro);
+    pg::tx tx(ro);
+    EXPECT_OUTBOX_ERROR((void)w.insert(tx, env("y")), errc::invalid_state, "not_writable");
+  } else {
+    auto ro = database::open(uri_, {.pool_size = 1});
+    store s(ro);
+    // Set on the one pooled connection right before each call, so the call
+    // meets it even if an earlier failure had the connection replaced.
+    auto query_only = [&] { ro.exec("PRAGMA query_only = ON"); };
+    query_only();
+    EXPECT_OUTBOX_ERROR(s.ping(), errc::invalid_state, "not_writable");
+    query_only();
+    EXPECT_OUTBOX_ERROR((void)s.claim("relay", 1, 30s), errc::invalid_state, "not_writable");
+
+    const std::string path = uri_.substr(std::string_view("sqlite:").size());
+    writer w(ro);
+    for (const bool read_only_open : {true, false}) {
+      SCOPED_TRACE(read_only_open ? "a handle opened read-only" : "a handle under query_only");
+      ::sqlite3* raw = nullptr;
+      const int flags = read_only_open ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+      ASSERT_EQ(sqlite3_open_v2(path.c_str(), &raw, flags, nullptr), SQLITE_OK);
+      const std::unique_ptr<::sqlite3, int (*)(::sqlite3*)> handle(raw, sqlite3_close_v2);
+      if (!read_only_open)
+        ASSERT_EQ(sqlite3_exec(raw, "PRAGMA query_only = ON", nullptr, nullptr, nullptr), SQLITE_OK);
+      ASSERT_EQ(sqlite3_exec(raw, "BEGIN", nullptr, nullptr, nullptr), SQLITE_OK);
+      {
+        auto tx = sqlite::adopt(raw);
+        EXPECT_OUTBOX_ERROR((void)w.insert(tx, env("y")), errc::invalid_state, "not_writable");
+      }
+      // The transaction is the application's: Spool neither commits nor rolls it back.
+      EXPECT_EQ(sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+    }
+  }
+  EXPECT_EQ(table_image(), before);
 }
 
 TEST_P(outbox_store, mark_delivered_with_a_callback_commits_with_it_and_rolls_back_on_throw) {
