@@ -356,7 +356,8 @@ void revert_migration(database& db, const std::string& component_version, bool c
   if (db.kind() == engine::postgres) {
     pg_migration_session session(db.impl());
     auto& c = session.conn();
-    // The ledger may be dropped by the Down section itself (version 1).
+    // The ledger row goes first; the ledger table itself is shared by every
+    // component and is never dropped by a Down section.
     c.exec_script(render(del, options.schema, t));
     for (const auto& stmt : detail::split_statements(render(it->down, options.schema, t))) {
       c.exec_script(stmt);
