@@ -250,6 +250,17 @@ class store {
   // §6.6: round trip plus writability; not_writable otherwise.
   void ping(const call_options& c = {});
 
+  // Wake-ups for relays (§7 rule 8). PostgreSQL: subscribes to the process's
+  // shared listener on config.notify_channel (starting it on first use);
+  // fn(true) runs on the listener's thread for each notification naming
+  // this store's table (writers with notify on send them at commit), and
+  // fn(false) each time the listener (re)starts listening ("look now":
+  // anything sent before may be lost). SQLite: fn(true) after commits of
+  // spool::sqlite::tx in this process on the same database (other processes
+  // are not heard). fn must be short and must not throw. Destroying the
+  // handle unsubscribes; once that returns, fn is never called again.
+  [[nodiscard]] std::shared_ptr<void> subscribe_changes(std::function<void(bool notified)> fn);
+
   [[nodiscard]] const store_options& options() const noexcept { return options_; }
   // Observer exceptions swallowed so far.
   [[nodiscard]] std::uint64_t observer_failures() const noexcept;

@@ -1,0 +1,747 @@
+// The relay on both engines (outbox.md §7; scenarios 24–28 and the relay
+// halves of 29): one test per rule, named as the rule reads. No timing
+// assertions: waits are bounded and end on states and events.
+#include "spool/outbox/relay.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "outbox_fixture.hpp"
+#include "spool/outbox/sink.hpp"
+
+namespace spool::test {
+namespace {
+
+using namespace spool::outbox;
+
+// Polls pred until it holds or limit passes; the caller asserts the result.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// A one-shot gate the test opens.
+class gate {
+ public:
+  void open() {
+    std::lock_guard lock(m_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Waits until opened (or the stop token, or a minute); true when opened.
+  bool wait(const std::stop_token& stop = {}) {
+    std::unique_lock lock(m_);
+    return cv_.wait_for(lock, stop, std::chrono::seconds(60), [&] { return open_; });
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable_any cv_;
+  bool open_ = false;
+};
+
+class outbox_relay : public outbox_conformance {
+ protected:
+  void SetUp() override {
+    outbox_conformance::SetUp();
+    store_options so;
+    so.observer = [this](const event& e) {
+      if (!e.ok) return;
+      std::lock_guard lock(events_mutex_);
+      if (e.op == operation::extend) extend_counts_.push_back(e.count);
+      if (e.op == operation::claim) claim_counts_.push_back(e.count);
+    };
+    st_.emplace(*db_, so);
+  }
+
+  // Short leases and scaled-down backoff: the defaults scaled for tests.
+  static relay_options fast() {
+    relay_options o;
+    o.owner = "relay-test";
+    o.max_in_flight = 4;
+    o.lease_duration = std::chrono::seconds(10);
+    o.poll_interval = std::chrono::milliseconds(20);
+    o.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(1)};
+    o.shutdown_grace = std::chrono::seconds(30);
+    return o;
+  }
+  static std::shared_ptr<sink> deliver_all(std::atomic<int>* calls = nullptr) {
+    return make_callback_sink([calls](const claimed_message&, std::stop_token) {
+      if (calls) ++*calls;
+      return sink_outcome::delivered();
+    });
+  }
+  std::string column(const std::string& id, const std::string& col) {
+    const auto r =
+        db_->exec("SELECT " + col + " FROM outbox_messages WHERE id = " + (is_pg() ? "$1" : "?1"), {id});
+    return r.empty() || !r[0][0] ? "" : *r[0][0];
+  }
+  std::vector<std::size_t> extend_counts() {
+    std::lock_guard lock(events_mutex_);
+    return extend_counts_;
+  }
+  std::vector<std::size_t> claim_counts() {
+    std::lock_guard lock(events_mutex_);
+    return claim_counts_;
+  }
+  // run_once until it claims a row (a retried row is claimable after its backoff).
+  std::size_t run_once_until_claimed(relay& r) {
+    std::size_t got = 0;
+    EXPECT_TRUE(eventually([&] { return (got = r.run_once()) > 0; }));
+    return got;
+  }
+
+  std::optional<store> st_;
+  std::mutex events_mutex_;
+  std::vector<std::size_t> extend_counts_, claim_counts_;
+};
+
+// ---- construction ----
+
+TEST_P(outbox_relay, construction_rejects_every_option_outside_its_bounds_naming_option_and_value) {
+  auto sink = deliver_all();
+  auto expect_invalid = [&](relay_options o, const std::string& option) {
+    try {
+      relay r(*st_, sink, o);
+      ADD_FAILURE() << "expected invalid_config for " << option;
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument);
+      EXPECT_EQ(e.reason(), "invalid_config") << option;
+      EXPECT_NE(std::string(e.what()).find(option), std::string::npos) << e.what();
+    }
+  };
+  auto with = [](auto f) {
+    relay_options o;
+    f(o);
+    return o;
+  };
+  expect_invalid(with([](auto& o) { o.max_in_flight = 0; }), "max_in_flight = 0");
+  expect_invalid(with([](auto& o) { o.max_in_flight = 257; }), "max_in_flight = 257");
+  expect_invalid(with([](auto& o) { o.claim_batch = 101; }),
+                 "claim_batch = 101");  // store max_claim_batch 100
+  expect_invalid(with([](auto& o) { o.lease_duration = std::chrono::minutes(6); }),
+                 "lease_duration = 360000");
+  expect_invalid(with([](auto& o) { o.renew_interval = std::chrono::seconds(16); }),
+                 "renew_interval = 16000");
+  expect_invalid(with([](auto& o) { o.poll_interval = std::chrono::milliseconds(5); }), "poll_interval = 5");
+  expect_invalid(with([](auto& o) { o.poll_interval = std::chrono::minutes(11); }), "poll_interval = 660000");
+  expect_invalid(with([](auto& o) { o.max_attempts = 0; }), "max_attempts = 0");
+  expect_invalid(with([](auto& o) { o.max_claims = 24; }), "max_claims = 24");
+  expect_invalid(with([](auto& o) { o.backoff.cap = std::chrono::hours(25); }), "cap = 90000000");
+  expect_invalid(with([](auto& o) { o.breaker.failures = 0; }), "failures = 0");
+  expect_invalid(with([](auto& o) { o.transition_timeout = std::chrono::milliseconds(500); }),
+                 "transition_timeout = 500");
+  expect_invalid(with([](auto& o) { o.shutdown_grace = std::chrono::minutes(11); }),
+                 "shutdown_grace = 660000");
+  expect_invalid(with([](auto& o) { o.owner = std::string(256, 'o'); }), "owner");
+  EXPECT_OUTBOX_ERROR((void)relay(*st_, sink, with([](auto& o) { o.owner = ""; })), errc::invalid_argument,
+                      "owner_required");
+  EXPECT_OUTBOX_ERROR((void)relay(*st_, nullptr), errc::invalid_argument, "sink_required");
+
+  relay defaults(*st_, sink);
+  EXPECT_EQ(std::count(defaults.owner().begin(), defaults.owner().end(), ':'), 2) << defaults.owner();
+  relay other(*st_, sink);
+  EXPECT_NE(defaults.owner(), other.owner());
+}
+
+// ---- rule 1 ----
+
+TEST_P(outbox_relay, rule_1_it_claims_only_as_many_rows_as_it_can_publish) {
+  std::vector<envelope> rows;
+  for (int i = 0; i < 9; ++i) rows.push_back(env("c" + std::to_string(i)));
+  write(rows);
+  std::atomic<int> running{0}, max_running{0};
+  std::atomic<std::int64_t> max_leased{0};
+  auto o = fast();
+  o.max_in_flight = 2;
+  o.claim_batch = 10;
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token) {
+    const int now = ++running;
+    int seen = max_running;
+    while (now > seen && !max_running.compare_exchange_weak(seen, now)) {
+    }
+    const auto leased = count("state = 'leased'");
+    std::int64_t m = max_leased;
+    while (leased > m && !max_leased.compare_exchange_weak(m, leased)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    --running;
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return count("state = 'delivered'") == 9; }));
+  r.stop();
+  EXPECT_LE(max_running.load(), 2);
+  EXPECT_LE(max_leased.load(), 2);
+  for (auto c : claim_counts()) EXPECT_LE(c, 2u);
+  EXPECT_EQ(r.metrics().claimed, 9u);
+}
+
+TEST_P(outbox_relay, rule_1_a_claim_asks_for_no_more_than_claim_batch) {
+  std::vector<envelope> rows;
+  for (int i = 0; i < 5; ++i) rows.push_back(env("b" + std::to_string(i)));
+  write(rows);
+  auto o = fast();
+  o.max_in_flight = 8;
+  o.claim_batch = 2;
+  relay r(*st_, deliver_all(), o);
+  EXPECT_EQ(r.run_once(), 2u);
+  EXPECT_EQ(count("state = 'delivered'"), 2);
+}
+
+// ---- rule 2 ----
+
+TEST_P(outbox_relay,
+       rule_2_every_held_lease_is_renewed_with_one_call_per_interval_while_publishing_outlasts_the_lease) {
+  write({env("h1"), env("h2"), env("h3")});
+  auto o = fast();
+  o.max_in_flight = 3;
+  o.lease_duration = std::chrono::seconds(2);
+  o.renew_interval = std::chrono::milliseconds(100);
+  std::atomic<int> entered{0};
+  gate release;
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token stop) {
+    ++entered;
+    release.wait(stop);
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return entered == 3; }));
+  // Renewals covering all three rows for more than a whole lease duration.
+  ASSERT_TRUE(eventually([&] {
+    const auto c = extend_counts();
+    return std::count(c.begin(), c.end(), 3u) >= 25;
+  }));
+  release.open();
+  ASSERT_TRUE(eventually([&] { return count("state = 'delivered'") == 3; }));
+  r.stop();
+  for (const char* id : {"h1", "h2", "h3"}) EXPECT_EQ(column(id, "claim_count"), "1") << id;
+  EXPECT_EQ(r.metrics().lease_lost, 0u);
+  for (auto c : extend_counts()) EXPECT_LE(c, 3u);  // one call for all held rows
+}
+
+TEST_P(outbox_relay, rule_2_a_lease_reported_lost_stops_its_sink_call_and_its_outcome_is_not_recorded) {
+  write({env("l1")});
+  auto o = fast();
+  o.lease_duration = std::chrono::seconds(5);
+  o.renew_interval = std::chrono::milliseconds(50);
+  std::atomic<bool> entered{false}, saw_stop{false}, returned{false};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token stop) {
+    entered = true;
+    gate never;
+    never.wait(stop);
+    saw_stop = stop.stop_requested();
+    returned = true;
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return entered.load(); }));
+  expire_lease("l1");
+  store thief(*db_);
+  ASSERT_EQ(thief.claim("thief", 1, std::chrono::minutes(1)).size(), 1u);
+  ASSERT_TRUE(eventually([&] { return returned.load(); }));
+  r.stop();
+  EXPECT_TRUE(saw_stop);
+  EXPECT_EQ(state_of("l1"), "leased");
+  EXPECT_EQ(column("l1", "lease_owner"), "thief");
+  EXPECT_EQ(column("l1", "claim_count"), "2");
+  EXPECT_EQ(column("l1", "failure_count"), "0");
+  const auto m = r.metrics();
+  EXPECT_EQ(m.lease_lost, 1u);
+  EXPECT_EQ(m.delivered, 0u);
+  EXPECT_EQ(m.released, 0u);
+}
+
+// ---- rule 3 ----
+
+TEST_P(outbox_relay, rule_3_a_permanent_failure_dead_letters_at_once) {
+  write({env("p1")});
+  relay r(*st_, make_callback_sink([](const claimed_message&, std::stop_token) {
+    return sink_outcome::permanent("rejected", "the receiver said no");
+  }),
+          fast());
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("p1"), "dead");
+  EXPECT_EQ(column("p1", "failure_count"), "1");
+  EXPECT_EQ(column("p1", "last_error_code"), "rejected");
+  EXPECT_EQ(r.metrics().dead_lettered, 1u);
+}
+
+TEST_P(outbox_relay, rule_3_a_transient_failure_retries_until_max_attempts_then_dead_letters) {
+  write({env("t1")});
+  auto o = fast();
+  o.max_attempts = 3;
+  std::atomic<int> calls{0};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token) {
+    ++calls;
+    return sink_outcome::transient("busy", "try later");
+  }),
+          o);
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("t1"), "pending");
+  EXPECT_EQ(column("t1", "failure_count"), "1");
+  run_once_until_claimed(r);
+  EXPECT_EQ(state_of("t1"), "pending");
+  EXPECT_EQ(column("t1", "failure_count"), "2");
+  run_once_until_claimed(r);
+  EXPECT_EQ(state_of("t1"), "dead");
+  EXPECT_EQ(column("t1", "failure_count"), "3");
+  EXPECT_EQ(column("t1", "last_error_code"), "busy");
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(r.metrics().retried, 2u);
+  EXPECT_EQ(r.metrics().dead_lettered, 1u);
+}
+
+TEST_P(outbox_relay, rule_3_a_retry_after_longer_than_the_backoff_is_honoured) {
+  write({env("ra")});
+  relay r(*st_, make_callback_sink([](const claimed_message&, std::stop_token) {
+    return sink_outcome::transient("throttled", "429", std::chrono::hours(1));
+  }),
+          fast());
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("ra"), "pending");
+  const auto later =
+      is_pg() ? count("id = 'ra' AND available_at > clock_timestamp() + interval '50 minutes'")
+              : std::stoll(
+                    *db_->exec("SELECT count(*) FROM outbox_messages WHERE id = 'ra' AND "
+                               "available_at > ?1",
+                               {std::int64_t{std::chrono::duration_cast<std::chrono::microseconds>(
+                                                 (std::chrono::system_clock::now() + std::chrono::minutes(50))
+                                                     .time_since_epoch())
+                                                 .count()}})
+                         .at(0)
+                         .at(0));
+  EXPECT_EQ(later, 1);
+  EXPECT_EQ(r.run_once(), 0u);
+}
+
+TEST_P(outbox_relay, rule_3_a_row_claimed_more_than_max_claims_is_dead_lettered_unpublished) {
+  write({env("cb")});
+  db_->exec("UPDATE outbox_messages SET claim_count = 5 WHERE id = 'cb'");
+  auto o = fast();
+  o.max_attempts = 5;
+  o.max_claims = 5;
+  std::atomic<int> calls{0};
+  relay r(*st_, deliver_all(&calls), o);
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(state_of("cb"), "dead");
+  EXPECT_EQ(column("cb", "last_error_code"), "claim_budget_exhausted");
+}
+
+TEST_P(outbox_relay, rule_3_a_classifier_may_override_the_sinks_class) {
+  write({env("k1")});
+  auto o = fast();
+  o.classifier = [](const claimed_message&, const sink_outcome& out) {
+    return out.code == "fatal" ? outcome_class::permanent : out.kind;
+  };
+  relay r(*st_, make_callback_sink([](const claimed_message&, std::stop_token) {
+    return sink_outcome::transient("fatal", "looks transient, is not");
+  }),
+          o);
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("k1"), "dead");
+}
+
+// ---- rule 4 ----
+
+TEST_P(outbox_relay,
+       rule_4_the_default_backoff_waits_over_78_minutes_before_the_25th_failure_at_worst_case_jitter) {
+  const relay_options defaults;
+  std::chrono::milliseconds worst{0};
+  for (std::uint32_t n = 1; n < defaults.max_attempts; ++n) worst += backoff_delay(n, defaults.backoff, 0.0);
+  EXPECT_GE(worst, std::chrono::minutes(78));
+  EXPECT_EQ(defaults.max_attempts, 25u);
+  // ceiling = min(cap, initial × 2^(n−1)); delay uniform in [ceiling ÷ 2, ceiling].
+  EXPECT_EQ(backoff_ceiling(1, defaults.backoff), std::chrono::seconds(1));
+  EXPECT_EQ(backoff_ceiling(4, defaults.backoff), std::chrono::seconds(8));
+  EXPECT_EQ(backoff_ceiling(11, defaults.backoff), std::chrono::minutes(10));
+  EXPECT_EQ(backoff_ceiling(1000, defaults.backoff), std::chrono::minutes(10));
+  EXPECT_EQ(backoff_delay(4, defaults.backoff, 0.0), std::chrono::seconds(4));
+  EXPECT_EQ(backoff_delay(4, defaults.backoff, 1.0), std::chrono::seconds(8));
+  EXPECT_EQ(backoff_delay(4, defaults.backoff, 0.5), std::chrono::seconds(6));
+}
+
+// ---- rule 5 ----
+
+TEST_P(outbox_relay, rule_5_consecutive_transient_failures_open_the_breaker_and_claiming_stops) {
+  write({env("o1"), env("o2"), env("o3")});
+  auto o = fast();
+  o.max_in_flight = 1;
+  o.breaker = {2, std::chrono::hours(1), std::chrono::hours(2)};
+  std::atomic<int> calls{0};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token) {
+    ++calls;
+    return sink_outcome::transient("down", "sink outage");
+  }),
+          o);
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(r.metrics().breaker, breaker_state::closed);
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(r.metrics().breaker, breaker_state::open);
+  EXPECT_EQ(r.health().breaker, breaker_state::open);
+  EXPECT_EQ(r.run_once(), 0u);  // open: no claim at all
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(count("failure_count > 0 AND state = 'pending'"), 2);  // nothing dead-lettered
+}
+
+TEST_P(outbox_relay, rule_5_permanent_failures_do_not_open_the_breaker) {
+  write({env("n1"), env("n2"), env("n3")});
+  auto o = fast();
+  o.breaker.failures = 2;
+  relay r(*st_, make_callback_sink([](const claimed_message&, std::stop_token) {
+    return sink_outcome::permanent("bad", "bad");
+  }),
+          o);
+  EXPECT_EQ(r.run_once(), 3u);
+  EXPECT_EQ(r.metrics().breaker, breaker_state::closed);
+}
+
+TEST_P(outbox_relay,
+       rule_5_after_the_open_period_one_probe_row_is_claimed_failure_reopens_and_success_closes) {
+  write({env("q1"), env("q2"), env("q3"), env("q4")});
+  auto o = fast();
+  o.max_in_flight = 4;
+  o.breaker = {1, std::chrono::milliseconds(1), std::chrono::milliseconds(4)};
+  std::atomic<bool> healthy{false};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token) {
+    return healthy ? sink_outcome::delivered() : sink_outcome::transient("down", "outage");
+  }),
+          o);
+  EXPECT_EQ(r.run_once(), 4u);  // closed: four failures, the first opens the breaker
+  EXPECT_EQ(r.metrics().breaker, breaker_state::open);
+  EXPECT_EQ(run_once_until_claimed(r), 1u);             // the half-open probe: one row although four are free
+  EXPECT_EQ(r.metrics().breaker, breaker_state::open);  // it failed: open again, for twice as long
+  healthy = true;
+  EXPECT_EQ(run_once_until_claimed(r), 1u);
+  EXPECT_EQ(r.metrics().breaker, breaker_state::closed);
+  EXPECT_EQ(r.run_once(), 3u);
+  EXPECT_EQ(count("state = 'delivered'"), 4);
+}
+
+// ---- rule 6 ----
+
+TEST_P(outbox_relay, rule_6_store_errors_back_off_and_never_end_run) {
+  db_->exec("ALTER TABLE outbox_messages RENAME TO outbox_hidden");
+  relay r(*st_, deliver_all(), fast());
+  r.start();
+  ASSERT_TRUE(eventually([&] { return r.metrics().store_errors >= 2; }));
+  EXPECT_FALSE(r.health().store_ok);
+  EXPECT_TRUE(r.health().running);
+  db_->exec("ALTER TABLE outbox_hidden RENAME TO outbox_messages");
+  write({env("s1")});
+  ASSERT_TRUE(eventually([&] { return state_of("s1") == "delivered"; }));
+  EXPECT_TRUE(r.health().store_ok);
+  r.stop();
+  EXPECT_FALSE(r.health().running);
+}
+
+TEST_P(outbox_relay, rule_6_a_lease_lost_at_the_transition_is_absorbed_and_the_relay_keeps_running) {
+  // Scenario 24: the relay stalls past its lease; another reclaims and delivers the row.
+  write({env("x1")});
+  store other(*db_);
+  relay r(*st_, make_callback_sink([&](const claimed_message& m, std::stop_token) {
+    if (m.message.id == "x1") {
+      expire_lease("x1");
+      auto stolen = other.claim("other", 1, std::chrono::minutes(1));
+      EXPECT_EQ(stolen.size(), 1u);
+      if (!stolen.empty()) other.mark_delivered(stolen[0].ref);
+    }
+    return sink_outcome::delivered();
+  }),
+          fast());
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("x1"), "delivered");
+  EXPECT_EQ(r.metrics().lease_lost, 1u);
+  EXPECT_EQ(r.metrics().delivered, 0u);
+  write({env("x2")});
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("x2"), "delivered");
+}
+
+// ---- rule 7 ----
+
+TEST_P(outbox_relay,
+       rule_7_transitions_run_under_their_own_deadline_so_a_success_racing_the_stop_is_recorded) {
+  write({env("d1")});
+  std::atomic<bool> entered{false};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token stop) {
+    entered = true;
+    gate never;
+    never.wait(stop);                  // stop requested …
+    return sink_outcome::delivered();  // … but it had been published
+  }),
+          fast());
+  r.start();
+  ASSERT_TRUE(eventually([&] { return entered.load(); }));
+  r.stop();
+  EXPECT_EQ(state_of("d1"), "delivered");
+  EXPECT_EQ(r.metrics().delivered, 1u);
+}
+
+// ---- rule 8 ----
+
+TEST_P(outbox_relay, rule_8_a_claim_that_got_all_it_asked_for_is_followed_by_another_at_once) {
+  std::vector<envelope> rows;
+  for (int i = 0; i < 7; ++i) rows.push_back(env("w" + std::to_string(i)));
+  write(rows);
+  auto o = fast();
+  o.max_in_flight = 2;
+  o.poll_interval = std::chrono::minutes(10);  // a poll wait would outlast the test
+  relay r(*st_, deliver_all(), o);
+  r.start();
+  EXPECT_TRUE(eventually([&] { return count("state = 'delivered'") == 7; }))
+      << "claims " << r.metrics().claims << ", claimed " << r.metrics().claimed << ", delivered "
+      << r.metrics().delivered << ", store errors " << r.metrics().store_errors << ", pending "
+      << count("state = 'pending'");
+  r.stop();
+}
+
+TEST_P(outbox_relay, rule_8_without_notify_the_relay_polls_and_picks_up_rows_written_later) {
+  relay r(*st_, deliver_all(), fast());
+  r.start();
+  ASSERT_TRUE(eventually([&] { return r.metrics().claims >= 2; }));
+  write({env("late")});
+  EXPECT_TRUE(eventually([&] { return state_of("late") == "delivered"; }));
+  r.stop();
+}
+
+TEST_P(outbox_relay, rule_8_with_notify_a_committed_row_wakes_an_idle_relay_long_before_its_poll_interval) {
+  auto o = fast();
+  o.notify = true;
+  o.poll_interval = std::chrono::minutes(10);  // only a wake-up can deliver within the test
+  relay r(*st_, deliver_all(), o);
+  r.start();
+  // PostgreSQL: the listener's first "look now" shows it is listening.
+  ASSERT_TRUE(eventually([&] { return r.metrics().claims >= 1 && (!is_pg() || r.metrics().wakeups >= 1); }));
+  writer_options wo;
+  wo.notify = true;
+  for (int i = 0; i < 3; ++i) {
+    const auto id = "n" + std::to_string(i);
+    write({env(id)}, wo);
+    EXPECT_TRUE(eventually([&] { return state_of(id) == "delivered"; })) << id;
+  }
+  EXPECT_GE(r.metrics().wakeups, 3u);
+  r.stop();
+}
+
+TEST_P(outbox_relay, the_stores_change_subscription_hears_commits_and_stops_when_dropped) {
+  std::atomic<int> heard{0};
+  std::atomic<bool> listening{!is_pg()};
+  auto sub = st_->subscribe_changes([&](bool notified) {
+    if (notified) {
+      ++heard;
+    } else {
+      listening = true;  // PostgreSQL: the listener's "look now"
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return listening.load(); }));
+  writer_options wo;
+  wo.notify = true;
+  write({env("s1")}, wo);
+  EXPECT_TRUE(eventually([&] { return heard >= 1; }));
+  sub.reset();
+  const int before = heard;
+  write({env("s2")}, wo);
+  EXPECT_EQ(heard, before);  // dropped: never called again
+}
+
+// ---- rule 9 ----
+
+TEST_P(outbox_relay, rule_9_a_hot_key_drains_in_order_without_waiting_a_poll_interval) {
+  for (auto mode : {serialization::by_ordering_key, serialization::by_topic}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    const std::string p = mode == serialization::by_topic ? "T" : "K";
+    std::vector<envelope> rows;
+    for (int i = 0; i < 30; ++i) rows.push_back(env(p + "hot" + std::to_string(100 + i), p + "topic", "hot"));
+    rows.push_back(env(p + "cold", p + "other", "cold"));
+    write(rows);
+    auto o = fast();
+    o.mode = mode;
+    o.poll_interval = std::chrono::minutes(10);
+    std::mutex mu;
+    std::vector<std::string> order;
+    relay r(*st_, make_callback_sink([&](const claimed_message& m, std::stop_token) {
+      std::lock_guard lock(mu);
+      order.push_back(m.message.id);
+      return sink_outcome::delivered();
+    }),
+            o);
+    r.start();
+    EXPECT_TRUE(eventually([&] { return count("state = 'delivered' AND id LIKE '" + p + "%'") == 31; }));
+    r.stop();
+    std::vector<std::string> hot;
+    for (const auto& id : order) {
+      if (id.rfind(p + "hot", 0) == 0) hot.push_back(id);
+    }
+    auto sorted = hot;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(hot, sorted);
+    EXPECT_EQ(hot.size(), 30u);
+  }
+}
+
+// ---- rule 10 ----
+
+TEST_P(outbox_relay, rule_10_stopping_while_the_sink_blocks_releases_unpublished_rows_without_a_failure) {
+  write({env("g1"), env("g2"), env("g3")});
+  std::atomic<int> entered{0};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token stop) {
+    ++entered;
+    gate never;
+    never.wait(stop);
+    return sink_outcome::transient("stopped", "interrupted by shutdown");
+  }),
+          fast());
+  r.start();
+  ASSERT_TRUE(eventually([&] { return entered == 3; }));
+  r.stop();
+  for (const char* id : {"g1", "g2", "g3"}) {
+    EXPECT_EQ(state_of(id), "pending") << id;
+    EXPECT_EQ(column(id, "failure_count"), "0") << id;
+    EXPECT_EQ(column(id, "claim_count"), "1") << id;
+  }
+  EXPECT_EQ(r.metrics().released, 3u);
+  EXPECT_EQ(r.metrics().retried, 0u);
+}
+
+TEST_P(outbox_relay,
+       rule_10_a_sink_outliving_shutdown_grace_has_its_row_released_and_its_late_outcome_ignored) {
+  write({env("z1")});
+  auto o = fast();
+  o.shutdown_grace = std::chrono::milliseconds(0);
+  std::atomic<bool> entered{false};
+  gate late;
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token) {
+    entered = true;
+    late.wait();  // ignores its stop token
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return entered.load(); }));
+  std::thread opener([&] {
+    EXPECT_TRUE(eventually([&] { return state_of("z1") == "pending"; }));
+    late.open();
+  });
+  r.stop();
+  opener.join();
+  EXPECT_EQ(state_of("z1"), "pending");
+  EXPECT_EQ(column("z1", "failure_count"), "0");
+  EXPECT_EQ(r.metrics().released, 1u);
+  EXPECT_EQ(r.metrics().delivered, 0u);
+}
+
+// ---- rule 11 ----
+
+TEST_P(outbox_relay, rule_11_a_throwing_sink_is_contained_and_its_row_durably_retried) {
+  write({env("e1")});
+  relay r(*st_, make_callback_sink([](const claimed_message&, std::stop_token) -> sink_outcome {
+    throw std::runtime_error("boom");
+  }),
+          fast());
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("e1"), "pending");
+  EXPECT_EQ(column("e1", "failure_count"), "1");
+  EXPECT_EQ(column("e1", "last_error_code"), "sink_threw");
+}
+
+TEST_P(outbox_relay, rule_11_a_throwing_or_invalid_classifier_makes_the_failure_transient) {
+  write({env("c1")});
+  auto o = fast();
+  o.classifier = [](const claimed_message&, const sink_outcome&) -> outcome_class {
+    throw std::logic_error("x");
+  };
+  relay r(*st_, deliver_all(), o);
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("c1"), "pending");
+  EXPECT_EQ(column("c1", "last_error_code"), "classifier_threw");
+
+  auto o2 = fast();
+  o2.classifier = [](const claimed_message&, const sink_outcome&) { return static_cast<outcome_class>(42); };
+  relay r2(*st_, deliver_all(), o2);
+  run_once_until_claimed(r2);
+  EXPECT_EQ(state_of("c1"), "pending");
+  EXPECT_EQ(column("c1", "last_error_code"), "invalid_error_class");
+  EXPECT_EQ(column("c1", "failure_count"), "2");
+}
+
+TEST_P(outbox_relay, rule_11_a_throwing_backoff_retries_at_once_and_an_invalid_one_is_clamped) {
+  write({env("bo")});
+  auto o = fast();
+  o.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(5)};
+  o.backoff_fn = [](std::uint32_t n) -> std::chrono::milliseconds {
+    if (n == 1) throw std::runtime_error("x");
+    return std::chrono::milliseconds(-5);
+  };
+  relay r(*st_, make_callback_sink([](const claimed_message&, std::stop_token) {
+    return sink_outcome::transient("down", "down");
+  }),
+          o);
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(column("bo", "failure_count"), "1");
+  run_once_until_claimed(r);  // delay 0: claimable again
+  EXPECT_EQ(column("bo", "failure_count"), "2");
+  run_once_until_claimed(r);  // clamped to 0
+  EXPECT_EQ(column("bo", "failure_count"), "3");
+  EXPECT_EQ(state_of("bo"), "pending");
+}
+
+// ---- metrics and health ----
+
+TEST_P(outbox_relay, metrics_count_outcomes_and_sink_latency_and_on_metrics_gets_a_final_snapshot) {
+  write({env("m1"), env("m2"), env("m3")});
+  auto o = fast();
+  std::mutex mu;
+  std::optional<relay_metrics> last;
+  o.on_metrics = [&](const relay_metrics& m) {
+    std::lock_guard lock(mu);
+    last = m;
+  };
+  relay r(*st_, make_callback_sink([](const claimed_message& m, std::stop_token) {
+    return m.message.id == "m3" ? sink_outcome::permanent("bad", "bad") : sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return count("state IN ('delivered', 'dead')") == 3; }));
+  r.stop();
+  std::lock_guard lock(mu);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->claimed, 3u);
+  EXPECT_EQ(last->delivered, 2u);
+  EXPECT_EQ(last->dead_lettered, 1u);
+  EXPECT_EQ(last->in_flight, 0);
+  EXPECT_EQ(last->sink_latency.count, 3u);
+  EXPECT_EQ(last->breaker, breaker_state::closed);
+  EXPECT_TRUE(r.health().store_ok);
+  EXPECT_FALSE(r.health().running);
+}
+
+TEST_P(outbox_relay, run_returns_only_on_stop_and_refuses_a_second_concurrent_run) {
+  relay r(*st_, deliver_all(), fast());
+  std::stop_source stop;
+  std::thread t([&] { r.run(stop.get_token()); });
+  ASSERT_TRUE(eventually([&] { return r.health().running; }));
+  EXPECT_OUTBOX_ERROR(r.run_once(), errc::invalid_state, "already_running");
+  stop.request_stop();
+  t.join();
+  EXPECT_FALSE(r.health().running);
+  write({env("after")});
+  EXPECT_EQ(r.run_once(), 1u);
+}
+
+SPOOL_OUTBOX_BOTH_ENGINES(outbox_relay);
+
+}  // namespace
+}  // namespace spool::test
