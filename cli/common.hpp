@@ -81,5 +81,7 @@ void add_ops_command(CLI::App& app, cli_context& ctx);
 void add_mq_work_command(CLI::App& mq, cli_context& ctx);
 // `ops work` (cmd_ops_work.cpp), added to the ops command group.
 void add_ops_work_command(CLI::App& ops, cli_context& ctx);
+// `relay` (cmd_relay.cpp): an outbox relay with a shipped sink.
+void add_relay_command(CLI::App& app, cli_context& ctx);
 
 }  // namespace spool::cli

@@ -1,0 +1,235 @@
+// `spool relay`: runs an outbox relay (outbox.md §7) with one of the shipped
+// sinks (§8): stdout, file:PATH, exec:CMD (CMD split into argv by shell word
+// rules, no shell run) or mq:QUEUE (the queue table in the same database).
+// SIGINT/SIGTERM stop it gracefully (rule 10); SIGHUP reopens a file sink.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <stdexcept>
+
+#include "common.hpp"
+#include "spool/outbox/relay.hpp"
+#include "spool/outbox/sink.hpp"
+#include "spool/outbox/store.hpp"
+
+namespace spool::cli {
+
+namespace {
+
+struct relay_args {
+  std::string sink, serialization = "none", schema, table = "outbox_messages", owner;
+  int concurrency = 16;
+  std::string lease, poll_interval, shutdown_grace;
+  std::uint32_t max_attempts = 25;
+};
+
+[[noreturn]] void usage(const std::string& message) {
+  throw spool::error(spool::errc::invalid_argument, message, "invalid_config");
+}
+
+// Splits CMD into words by shell rules: blanks separate words; '…' is literal;
+// "…" keeps blanks and honours \" \\ \$ \`; a backslash outside quotes escapes
+// the next character. Nothing is expanded. Errors: an unterminated quote.
+std::vector<std::string> split_words(std::string_view cmd) {
+  std::vector<std::string> out;
+  std::string word;
+  bool in_word = false;
+  for (std::size_t i = 0; i < cmd.size(); ++i) {
+    const char c = cmd[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) out.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else if (c == '\'') {
+      const auto end = cmd.find('\'', i + 1);
+      if (end == std::string_view::npos) usage("--sink exec: unterminated single quote");
+      word.append(cmd.substr(i + 1, end - i - 1));
+      i = end;
+      in_word = true;
+    } else if (c == '"') {
+      std::size_t j = i + 1;
+      for (; j < cmd.size() && cmd[j] != '"'; ++j) {
+        if (cmd[j] == '\\' && j + 1 < cmd.size() &&
+            std::string_view("\"\\$`").find(cmd[j + 1]) != std::string_view::npos) {
+          ++j;
+        }
+        word += cmd[j];
+      }
+      if (j >= cmd.size()) usage("--sink exec: unterminated double quote");
+      i = j;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < cmd.size()) {
+      word += cmd[++i];
+      in_word = true;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.push_back(std::move(word));
+  return out;
+}
+
+std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::database& db,
+                                               const relay_args& a) {
+  using namespace spool::outbox;
+  if (spec == "stdout") return make_stdout_sink();
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon),
+                    rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "file" && !rest.empty()) {
+    file_sink_options o;
+    o.path = rest;
+    return make_file_sink(o);
+  }
+  if (kind == "exec" && !rest.empty()) {
+    command_sink_options o;
+    o.argv = split_words(rest);
+    if (o.argv.empty()) usage("--sink exec: empty command");
+    return make_command_sink(o);
+  }
+  if (kind == "mq" && !rest.empty()) {
+    mq_sink_options o;
+    o.queue = rest;
+    o.schema = a.schema;
+    return make_mq_sink(db, o);
+  }
+  if (kind == "http") usage("--sink http: the webhook sink is not available in this build");
+  usage(fmt::format("--sink {}: expected stdout, file:PATH, exec:CMD or mq:QUEUE", spec));
+}
+
+// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and every thread it
+// starts) for sigwait, and ignores SIGPIPE.
+class signal_scope {
+ public:
+  signal_scope() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    old_pipe_ = ::signal(SIGPIPE, SIG_IGN);
+  }
+  ~signal_scope() {
+    ::signal(SIGPIPE, old_pipe_);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  signal_scope(const signal_scope&) = delete;
+  signal_scope& operator=(const signal_scope&) = delete;
+  int wait() {
+    int sig = 0;
+    sigwait(&set_, &sig);
+    return sig;
+  }
+
+ private:
+  sigset_t set_{}, old_{};
+  void (*old_pipe_)(int) = nullptr;
+};
+
+void run_relay(cli_context& ctx, const relay_args& a) {
+  using namespace spool::outbox;
+  signal_scope signals;
+  spool::database db = open_database(ctx);
+  store_options so;
+  so.config.schema = a.schema;
+  so.config.table = a.table;
+  store st(db, so);  // connects and checks the schema: fail fast
+  relay_options ro;
+  if (!a.owner.empty()) ro.owner = a.owner;
+  ro.max_in_flight = static_cast<std::size_t>(a.concurrency);
+  ro.max_attempts = a.max_attempts;
+  ro.max_claims = std::max<std::uint32_t>(ro.max_claims, a.max_attempts);
+  if (a.serialization == "key") {
+    ro.mode = serialization::by_ordering_key;
+  } else if (a.serialization == "topic") {
+    ro.mode = serialization::by_topic;
+  } else if (a.serialization != "none") {
+    usage(fmt::format("--serialization {}: expected none, key or topic", a.serialization));
+  }
+  if (!a.lease.empty()) ro.lease_duration = parse_duration(a.lease, "--lease");
+  if (!a.poll_interval.empty()) ro.poll_interval = parse_duration(a.poll_interval, "--poll-interval");
+  if (!a.shutdown_grace.empty()) ro.shutdown_grace = parse_duration(a.shutdown_grace, "--shutdown-grace");
+  auto sink = make_sink(a.sink, db, a);
+  relay r(st, sink, ro);
+  r.start();
+  int sig = 0;
+  for (;;) {
+    sig = signals.wait();
+    if (sig != SIGHUP) break;
+    sink->reopen();
+  }
+  r.stop();
+  const auto m = r.metrics();
+  const char* by = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  // With the stdout sink, stdout carries the delivery documents: the summary goes to stderr.
+  const bool summary_to_stderr = a.sink == "stdout";
+  std::string line;
+  if (ctx.json) {
+    line = ojson{{"owner", r.owner()},
+                 {"stopped_by", by},
+                 {"claimed", m.claimed},
+                 {"delivered", m.delivered},
+                 {"retried", m.retried},
+                 {"dead_lettered", m.dead_lettered},
+                 {"released", m.released},
+                 {"lease_lost", m.lease_lost},
+                 {"store_errors", m.store_errors},
+                 {"delivery_unrecorded", m.delivery_unrecorded}}
+               .dump();
+  } else {
+    line = fmt::format(
+        "stopped by {}: claimed {}, delivered {}, retried {}, dead-lettered {}, released {}, lease lost "
+        "{}, store errors {}",
+        by, m.claimed, m.delivered, m.retried, m.dead_lettered, m.released, m.lease_lost, m.store_errors);
+  }
+  if (summary_to_stderr) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  } else {
+    emit_line(ctx, line);
+  }
+}
+
+}  // namespace
+
+void add_relay_command(CLI::App& app, cli_context& ctx) {
+  auto a = std::make_shared<relay_args>();
+  auto* cmd = app.add_subcommand(
+      "relay",
+      "Run an outbox relay: claim committed envelopes, publish each through the sink and record the outcome. "
+      "Sinks: stdout and file:PATH write one delivery document per line; exec:CMD runs CMD (split into words "
+      "like a "
+      "shell, no shell run) with the document on stdin and SPOOL_OUTBOX_ID/TOPIC/CLAIM_COUNT/FAILURE_COUNT "
+      "in its "
+      "environment (exit 0 delivered, 65 permanent, else retried); mq:QUEUE publishes into the Spool queue "
+      "QUEUE "
+      "in the same transaction as the delivery. SIGINT/SIGTERM stop gracefully (unpublished rows are "
+      "released); "
+      "SIGHUP reopens a file sink.");
+  cmd->footer(
+      "--json prints one summary when it stops (to stderr with --sink stdout): {\"owner\",\"stopped_by\","
+      "\"claimed\",\"delivered\",\"retried\",\"dead_lettered\",\"released\",\"lease_lost\",\"store_errors\","
+      "\"delivery_unrecorded\"}");
+  cmd->add_option("--sink", a->sink, "stdout | file:PATH | exec:CMD | mq:QUEUE")->required();
+  cmd->add_option("--serialization", a->serialization, "none | key (by ordering key) | topic")
+      ->capture_default_str();
+  cmd->add_option("--concurrency", a->concurrency, "Envelopes in flight at once (max_in_flight)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--owner", a->owner, "Lease owner [default: <host>:<pid>:<8 hex>]");
+  cmd->add_option("--max-attempts", a->max_attempts, "Failures before dead-lettering")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  cmd->add_option("--lease", a->lease, "Lease duration [default: 30s]");
+  cmd->add_option("--poll-interval", a->poll_interval, "Poll period when idle [default: 1s]");
+  cmd->add_option("--shutdown-grace", a->shutdown_grace, "Graceful stop: wait this long [default: 10s]");
+  cmd->add_option("--schema", a->schema, "PostgreSQL schema of the outbox [default: current_schema()]");
+  cmd->add_option("--outbox-table", a->table, "The outbox table [default: outbox_messages]");
+  add_connection_options(*cmd, ctx);
+  cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { run_relay(ctx, *a); }; });
+}
+
+}  // namespace spool::cli

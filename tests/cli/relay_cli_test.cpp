@@ -1,0 +1,135 @@
+// `spool relay` as a script sees it (outbox.md §7, §8 CLI sink forms): a real
+// process per test on SQLite and PostgreSQL, stopped by SIGTERM/SIGINT; the
+// binary is $SPOOL_CLI.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "support/test_db.hpp"
+
+namespace {
+
+using nlohmann::json;
+using spool::test::cli_process;
+using spool::test::cli_result;
+using spool::test::expect_failure;
+using spool::test::run_cli;
+using spool::test::with;
+
+enum class engine_kind { sqlite, postgres };
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    out.push_back(text.substr(start, nl - start));
+  }
+  return out;
+}
+
+class relay_cli : public ::testing::TestWithParam<engine_kind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == engine_kind::sqlite) {
+      uri_ = dir_.sqlite_uri();
+    } else {
+      uri_ = spool::test::make_pg_database(std::string("relaycli_") +
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    }
+    const auto r = run({"migrate", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  cli_result run(const std::vector<std::string>& args, const std::string& input = "") {
+    return run_cli(with(args, {"--db", uri_}), input);
+  }
+  std::string write(const std::string& payload, const std::string& key = {}) {
+    std::vector<std::string> args{"outbox", "write", "--topic", "orders", "--json"};
+    if (!key.empty()) args = with(args, {"--key", key});
+    const auto r = run(args, payload);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out).at("id");
+  }
+  json backlog() { return json::parse(run({"outbox", "backlog", "--json"}).out); }
+  cli_process relay(const std::vector<std::string>& args) {
+    return cli_process(with(with({"relay"}, args), {"--db", uri_, "--poll-interval", "50ms"}), dir_.path(),
+                       "relay");
+  }
+
+  spool::test::temp_dir dir_;
+  std::string uri_;
+};
+
+TEST_P(relay_cli, the_file_sink_writes_one_document_per_line_and_sigterm_prints_the_json_summary) {
+  const auto a = write("{\"n\":1}", "k"), b = write("{\"n\":2}", "k");
+  const auto path = (dir_.path() / "out.jsonl").string();
+  auto p = relay({"--sink", "file:" + path, "--serialization", "key", "--concurrency", "2", "--json"});
+  ASSERT_TRUE(eventually([&] { return lines_of(spool::test::read_file(path)).size() == 2; })) << p.err();
+  ASSERT_TRUE(eventually([&] { return backlog()["pending"] == 0 && backlog()["leased"] == 0; }));
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.err();
+  const auto lines = lines_of(spool::test::read_file(path));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(json::parse(lines[0])["envelope"]["id"], a);  // key order
+  EXPECT_EQ(json::parse(lines[1])["envelope"]["id"], b);
+  EXPECT_EQ(json::parse(lines[0])["claim_count"], 1);
+  const auto summary = json::parse(p.out());
+  EXPECT_EQ(summary["stopped_by"], "SIGTERM");
+  EXPECT_EQ(summary["delivered"], 2);
+  EXPECT_EQ(summary["claimed"], 2);
+}
+
+TEST_P(relay_cli, the_exec_sink_runs_the_command_without_a_shell_and_exit_65_dead_letters) {
+  const auto script = dir_.path() / "sink.sh";
+  std::ofstream(script) << "#!/bin/sh\n"
+                           "cat > /dev/null\n"
+                           "echo \"$SPOOL_OUTBOX_ID\" >> \"$1\"\n"
+                           "[ \"$SPOOL_OUTBOX_TOPIC\" = orders ] || exit 1\n"
+                           "exit \"$2\"\n";
+  ::chmod(script.c_str(), 0755);
+  const auto seen = dir_.path() / "seen dir";  // a blank inside one word survives the word splitting
+  std::filesystem::create_directory(seen);
+  const auto id = write("x");
+  auto p = relay({"--sink", "exec:" + script.string() + " '" + (seen / "ids").string() + "' 65"});
+  ASSERT_TRUE(eventually([&] { return backlog()["dead"] == 1; })) << p.err();
+  EXPECT_EQ(p.stop(SIGINT), 0) << p.err();
+  EXPECT_EQ(lines_of(spool::test::read_file(seen / "ids")), std::vector<std::string>{id});
+  EXPECT_NE(p.out().find("stopped by SIGINT"), std::string::npos) << p.out();
+}
+
+TEST_P(relay_cli, the_stdout_sink_prints_documents_and_a_bad_sink_is_a_usage_failure) {
+  const auto id = write("{}");
+  auto p = relay({"--sink", "stdout", "--json"});
+  ASSERT_TRUE(eventually([&] { return !lines_of(p.out()).empty(); })) << p.err();
+  EXPECT_EQ(p.stop(SIGTERM), 0);
+  const auto lines = lines_of(p.out());
+  ASSERT_EQ(lines.size(), 1u);  // the summary went to stderr
+  EXPECT_EQ(json::parse(lines[0])["envelope"]["id"], id);
+  expect_failure(run({"relay", "--sink", "carrier-pigeon"}), 1, "spool: invalid_argument/invalid_config: ");
+  expect_failure(run({"relay", "--sink", "stdout", "--serialization", "random"}), 1,
+                 "spool: invalid_argument/invalid_config: ");
+}
+
+INSTANTIATE_TEST_SUITE_P(engines, relay_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),
+                         [](const auto& info) {
+                           return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
+                         });
+
+}  // namespace
