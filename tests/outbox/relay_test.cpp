@@ -263,6 +263,35 @@ TEST_P(outbox_relay, rule_2_a_lease_reported_lost_stops_its_sink_call_and_its_ou
   EXPECT_EQ(m.released, 0u);
 }
 
+TEST_P(outbox_relay, rule_2_renewals_failing_until_the_deadline_stop_the_sink_call_and_record_nothing) {
+  write({env("rf")});
+  auto o = fast();
+  o.lease_duration = std::chrono::seconds(1);
+  o.renew_interval = std::chrono::milliseconds(100);
+  std::atomic<bool> entered{false}, returned{false};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token stop) {
+    entered = true;
+    gate never;
+    never.wait(stop);
+    returned = true;
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return entered.load(); }));
+  db_->exec("ALTER TABLE outbox_messages RENAME TO outbox_hidden");  // every renewal fails
+  const bool stopped_by_deadline = eventually([&] { return returned.load(); });
+  db_->exec("ALTER TABLE outbox_hidden RENAME TO outbox_messages");
+  ASSERT_TRUE(stopped_by_deadline);
+  r.stop();
+  EXPECT_EQ(state_of("rf"), "leased");  // nothing recorded: the row waits for its expiry
+  EXPECT_EQ(column("rf", "failure_count"), "0");
+  const auto m = r.metrics();
+  EXPECT_EQ(m.lease_lost, 1u);
+  EXPECT_GE(m.store_errors, 1u);
+  EXPECT_EQ(m.delivered, 0u);
+}
+
 // ---- rule 3 ----
 
 TEST_P(outbox_relay, rule_3_a_permanent_failure_dead_letters_at_once) {
@@ -371,6 +400,38 @@ TEST_P(outbox_relay,
   EXPECT_EQ(backoff_delay(4, defaults.backoff, 0.0), std::chrono::seconds(4));
   EXPECT_EQ(backoff_delay(4, defaults.backoff, 1.0), std::chrono::seconds(8));
   EXPECT_EQ(backoff_delay(4, defaults.backoff, 0.5), std::chrono::seconds(6));
+}
+
+TEST_P(outbox_relay,
+       rule_4_a_scaled_outage_of_an_hour_dead_letters_nothing_and_all_is_delivered_after_recovery) {
+  // The defaults scaled by 1/3600: an hour of outage is one second.
+  std::vector<envelope> rows;
+  for (int i = 0; i < 5; ++i) rows.push_back(env("u" + std::to_string(i)));
+  write(rows);
+  auto o = fast();
+  o.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(167)};    // 1 s, 10 min
+  o.breaker = {5, std::chrono::milliseconds(1), std::chrono::milliseconds(83)};  // 5 s, 5 min
+  o.poll_interval = std::chrono::milliseconds(10);
+  std::mutex mu;
+  std::optional<std::chrono::steady_clock::time_point> first_failure;
+  std::atomic<int> failures{0};
+  relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token) {
+    std::lock_guard lock(mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!first_failure) first_failure = now;
+    if (now - *first_failure < std::chrono::seconds(1)) {
+      ++failures;
+      return sink_outcome::transient("down", "outage");
+    }
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return count("state = 'delivered'") == 5; }));
+  r.stop();
+  EXPECT_EQ(count("state = 'dead'"), 0);
+  EXPECT_GE(failures.load(), 5);
+  EXPECT_EQ(r.metrics().dead_lettered, 0u);
 }
 
 // ---- rule 5 ----
