@@ -127,6 +127,23 @@ TEST_P(relay_cli, the_stdout_sink_prints_documents_and_a_bad_sink_is_a_usage_fai
                  "spool: invalid_argument/invalid_config: ");
 }
 
+TEST_P(relay_cli, the_mq_sink_publishes_into_the_queue_with_the_ordering_key_as_group) {
+  const auto id = write(
+      "{\"id\":\"\",\"poolCode\":\"p\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"http://x\","
+      "\"highPriority\":false,\"dispatchMode\":\"IMMEDIATE\"}",
+      "customer-1");
+  auto p = relay({"--sink", "mq:orders", "--serialization", "key"});
+  ASSERT_TRUE(eventually([&] { return backlog()["pending"] == 0 && backlog()["leased"] == 0; })) << p.err();
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.err();
+  const std::string q = "SELECT id, queue_name, message_group_id FROM queue_messages";
+  const auto rows =
+      GetParam() == engine_kind::sqlite ? spool::test::sqlite_query(uri_, q) : spool::test::pg_query(uri_, q);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(*rows[0][0], id);  // the empty message id became the envelope id
+  EXPECT_EQ(*rows[0][1], "orders");
+  EXPECT_EQ(*rows[0][2], "customer-1");
+}
+
 INSTANTIATE_TEST_SUITE_P(engines, relay_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),
                          [](const auto& info) {
                            return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
