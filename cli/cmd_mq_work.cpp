@@ -10,6 +10,7 @@
 
 #include "common.hpp"
 #include "exec_command.hpp"
+#include "signal_scope.hpp"
 #include "spool/mq/consumer.hpp"
 #include "spool/mq/queue.hpp"
 
@@ -22,38 +23,12 @@ struct work_args {
   std::size_t concurrency = 4;
 };
 
-// Blocks SIGINT and SIGTERM in this thread (and so in every thread it starts)
-// for sigwait, and ignores SIGPIPE (a command that does not read its input).
-class signal_scope {
- public:
-  signal_scope() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    old_pipe_ = ::signal(SIGPIPE, SIG_IGN);
-  }
-  ~signal_scope() {
-    ::signal(SIGPIPE, old_pipe_);
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  signal_scope(const signal_scope&) = delete;
-  signal_scope& operator=(const signal_scope&) = delete;
-  int wait() {
-    int sig = 0;
-    sigwait(&set_, &sig);
-    return sig;
-  }
-
- private:
-  sigset_t set_{}, old_{};
-  void (*old_pipe_)(int) = nullptr;
-};
-
 void run_work(cli_context& ctx, const work_args& a) {
   signal_scope signals;
-  const auto visibility = a.visibility.empty() ? std::chrono::seconds(30) : parse_seconds(a.visibility, "--visibility");
-  spool::mq::queue q(open_database(ctx), {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema});
+  const auto visibility =
+      a.visibility.empty() ? std::chrono::seconds(30) : parse_seconds(a.visibility, "--visibility");
+  spool::mq::queue q(open_database(ctx),
+                     {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema});
   (void)q.metrics();  // fail fast (missing tables, unreachable) before starting workers
   spool::mq::consumer c(
       q,
@@ -63,7 +38,8 @@ void run_work(cli_context& ctx, const work_args& a) {
             {"SPOOL_MQ_RECEIVE_COUNT", d.receive_count ? std::to_string(*d.receive_count) : ""}};
         if (d.group) env.emplace_back("SPOOL_MQ_GROUP", *d.group);
         const auto r = run_command(a.exec, spool::mq::encode(d.body) + "\n", env);
-        if (r.exit_code != 0) throw std::runtime_error(fmt::format("exit {}: {}", r.exit_code, r.stderr_tail));
+        if (r.exit_code != 0)
+          throw std::runtime_error(fmt::format("exit {}: {}", r.exit_code, r.stderr_tail));
       },
       {.concurrency = a.concurrency});
   c.start();
@@ -91,15 +67,18 @@ void add_mq_work_command(CLI::App& mq, cli_context& ctx) {
   auto a = std::make_shared<work_args>();
   auto* work = mq.add_subcommand(
       "work",
-      "Run CMD for every message: its wire JSON on stdin, SPOOL_MQ_ID, SPOOL_MQ_RECEIVE_COUNT and SPOOL_MQ_GROUP "
-      "in its environment. Exit 0 acks; any other exit nacks with delay min(15 min, 2^(receive_count-1) s) ±20 %. "
+      "Run CMD for every message: its wire JSON on stdin, SPOOL_MQ_ID, SPOOL_MQ_RECEIVE_COUNT and "
+      "SPOOL_MQ_GROUP "
+      "in its environment. Exit 0 acks; any other exit nacks with delay min(15 min, 2^(receive_count-1) s) "
+      "±20 %. "
       "The claim is extended every visibility/3 while CMD runs. SIGINT/SIGTERM stop polling, let running "
       "commands finish, record their outcomes and exit 0.");
   work->footer(
       "--json prints one summary when it stops: {\"queue\",\"stopped_by\",\"delivered\",\"acked\",\"nacked\","
       "\"outcome_errors\",\"poll_errors\"}");
   work->add_option("--queue", a->queue, "Queue name (queue_messages.queue_name)")->required();
-  work->add_option("--schema", a->schema, "PostgreSQL schema of the queue tables [default: current_schema()]");
+  work->add_option("--schema", a->schema,
+                   "PostgreSQL schema of the queue tables [default: current_schema()]");
   work->add_option("--exec", a->exec, "Shell command run for each message (via /bin/sh -c)")->required();
   work->add_option("--concurrency", a->concurrency, "Messages handled at once")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))

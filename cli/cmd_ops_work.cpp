@@ -14,6 +14,7 @@
 
 #include "common.hpp"
 #include "exec_command.hpp"
+#include "signal_scope.hpp"
 #include "spool/ops/queue.hpp"
 #include "spool/ops/worker_pool.hpp"
 
@@ -25,37 +26,9 @@ struct ops_work_args {
   std::vector<std::string> types;
   std::string schema, table = "ops_queue", exec, owner;
   int concurrency = 4;
-  std::string poll_interval, heartbeat_interval, lease_timeout, rescue_interval, shutdown_deadline, cancel_grace,
-      retry_base;
+  std::string poll_interval, heartbeat_interval, lease_timeout, rescue_interval, shutdown_deadline,
+      cancel_grace, retry_base;
   bool no_rescuer = false;
-};
-
-// Blocks SIGINT and SIGTERM in this thread (and so in every thread it starts)
-// for sigwait, and ignores SIGPIPE (a command that does not read its input).
-class signal_scope {
- public:
-  signal_scope() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    old_pipe_ = ::signal(SIGPIPE, SIG_IGN);
-  }
-  ~signal_scope() {
-    ::signal(SIGPIPE, old_pipe_);
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  signal_scope(const signal_scope&) = delete;
-  signal_scope& operator=(const signal_scope&) = delete;
-  int wait() {
-    int sig = 0;
-    sigwait(&set_, &sig);
-    return sig;
-  }
-
- private:
-  sigset_t set_{}, old_{};
-  void (*old_pipe_)(int) = nullptr;
 };
 
 void set_duration(const std::string& text, const char* flag, std::chrono::milliseconds& out) {
@@ -85,7 +58,9 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
   for (const auto& type : a.types) {
     pool.add_handler(type, [&a, grace](const spool::ops::op& o, spool::ops::handler_context& hc) {
       const std::vector<std::pair<std::string, std::string>> env = {
-          {"SPOOL_OP_ID", o.id}, {"SPOOL_OP_TYPE", o.type}, {"SPOOL_OP_ATTEMPTS", std::to_string(o.attempts)}};
+          {"SPOOL_OP_ID", o.id},
+          {"SPOOL_OP_TYPE", o.type},
+          {"SPOOL_OP_ATTEMPTS", std::to_string(o.attempts)}};
       const auto r = run_command(a.exec, spool::ops::to_json(o).dump() + "\n", env, hc.stop_token(), grace);
       if (r.exit_code == 0) return;
       const std::string why = r.stderr_tail.empty() ? fmt::format("exit {}", r.exit_code) : r.stderr_tail;
@@ -103,9 +78,10 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
     ojson by_type = ojson::object();
     for (const auto& [type, c] : m.by_type) {
       if (type.empty()) continue;
-      by_type[type] = ojson{{"claimed", c.claimed},   {"succeeded", c.succeeded}, {"failed", c.failed},
-                            {"retried", c.retried},   {"released", c.released},   {"recovered", c.recovered},
-                            {"lease_lost", c.lease_lost}, {"db_errors", c.db_errors}};
+      by_type[type] =
+          ojson{{"claimed", c.claimed},       {"succeeded", c.succeeded}, {"failed", c.failed},
+                {"retried", c.retried},       {"released", c.released},   {"recovered", c.recovered},
+                {"lease_lost", c.lease_lost}, {"db_errors", c.db_errors}};
     }
     emit_json(ctx, ojson{{"owner", pool.owner()},
                          {"stopped_by", by},
@@ -122,8 +98,8 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
   } else {
     emit_line(ctx, fmt::format("stopped by {}: claimed {}, succeeded {}, failed {}, retried {}, released {}, "
                                "recovered {}, lease lost {}, database errors {}",
-                               by, t.claimed, t.succeeded, t.failed, t.retried, t.released, t.recovered, t.lease_lost,
-                               t.db_errors));
+                               by, t.claimed, t.succeeded, t.failed, t.retried, t.released, t.recovered,
+                               t.lease_lost, t.db_errors));
     if (!report.still_running.empty()) {
       emit_line(ctx, fmt::format("still running: {}", fmt::join(report.still_running, " ")));
     }
@@ -134,15 +110,19 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
 
 void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
   auto a = std::make_shared<ops_work_args>();
-  auto* work = ops.add_subcommand(
-      "work",
-      "Run a worker pool whose handler runs CMD for every op of the given types: the op JSON on stdin, SPOOL_OP_ID, "
-      "SPOOL_OP_TYPE and SPOOL_OP_ATTEMPTS in its environment. Exit 0 = done; exit 65 = failed without retry; any "
-      "other exit = failed with retry after the backoff (stderr's last line is the error). SIGINT/SIGTERM stop "
-      "claiming, let running commands finish until --shutdown-deadline, then send them SIGTERM (SIGKILL after "
-      "--cancel-grace), record every outcome and exit 0.");
+  auto* work = ops.add_subcommand("work",
+                                  "Run a worker pool whose handler runs CMD for every op of the given types: "
+                                  "the op JSON on stdin, SPOOL_OP_ID, "
+                                  "SPOOL_OP_TYPE and SPOOL_OP_ATTEMPTS in its environment. Exit 0 = done; "
+                                  "exit 65 = failed without retry; any "
+                                  "other exit = failed with retry after the backoff (stderr's last line is "
+                                  "the error). SIGINT/SIGTERM stop "
+                                  "claiming, let running commands finish until --shutdown-deadline, then "
+                                  "send them SIGTERM (SIGKILL after "
+                                  "--cancel-grace), record every outcome and exit 0.");
   work->footer(
-      "--json prints one summary when it stops: {\"owner\",\"stopped_by\",\"claimed\",\"succeeded\",\"failed\","
+      "--json prints one summary when it stops: "
+      "{\"owner\",\"stopped_by\",\"claimed\",\"succeeded\",\"failed\","
       "\"retried\",\"released\",\"recovered\",\"lease_lost\",\"db_errors\",\"still_running\",\"by_type\"}");
   work->add_option("--type", a->types, "Op type to run (repeatable; only these are claimed)")->required();
   work->add_option("--exec", a->exec, "Shell command run for each op (via /bin/sh -c)")->required();
@@ -150,7 +130,8 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   work->add_option("--schema", a->schema, "PostgreSQL schema of the op table [default: current_schema()]");
-  work->add_option("--ops-table", a->table, "The op table (at most 41 bytes of [a-z0-9_])")->capture_default_str();
+  work->add_option("--ops-table", a->table, "The op table (at most 41 bytes of [a-z0-9_])")
+      ->capture_default_str();
   work->add_option("--owner", a->owner, "lease_owner of this pool's claims [default: <host>:<pid>:<8 hex>]");
   work->add_option("--poll-interval", a->poll_interval, "Idle poll period [default: 500ms]");
   work->add_option("--heartbeat-interval", a->heartbeat_interval, "Lease refresh period [default: 10s]");
@@ -158,7 +139,8 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
                    "A lease without heartbeat for this long is rescued (≥ 3 × heartbeat) [default: 60s]");
   work->add_option("--rescue-interval", a->rescue_interval, "Rescuer period, ±20 % [default: 10s]");
   work->add_flag("--no-rescuer", a->no_rescuer, "Do not run the rescuer in this pool");
-  work->add_option("--shutdown-deadline", a->shutdown_deadline, "Graceful stop: wait this long [default: 30s]");
+  work->add_option("--shutdown-deadline", a->shutdown_deadline,
+                   "Graceful stop: wait this long [default: 30s]");
   work->add_option("--cancel-grace", a->cancel_grace, "Then SIGTERM, and SIGKILL after this [default: 5s]");
   work->add_option("--retry-base", a->retry_base, "First retry delay, doubling up to 1 h [default: 30s]");
   add_connection_options(*work, ctx);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common.hpp"
+#include "signal_scope.hpp"
 #include "spool/outbox/relay.hpp"
 #include "spool/outbox/sink.hpp"
 #include "spool/outbox/store.hpp"
@@ -101,38 +102,9 @@ std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::d
   usage(fmt::format("--sink {}: expected stdout, file:PATH, exec:CMD or mq:QUEUE", spec));
 }
 
-// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and every thread it
-// starts) for sigwait, and ignores SIGPIPE.
-class signal_scope {
- public:
-  signal_scope() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigaddset(&set_, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    old_pipe_ = ::signal(SIGPIPE, SIG_IGN);
-  }
-  ~signal_scope() {
-    ::signal(SIGPIPE, old_pipe_);
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  signal_scope(const signal_scope&) = delete;
-  signal_scope& operator=(const signal_scope&) = delete;
-  int wait() {
-    int sig = 0;
-    sigwait(&set_, &sig);
-    return sig;
-  }
-
- private:
-  sigset_t set_{}, old_{};
-  void (*old_pipe_)(int) = nullptr;
-};
-
 void run_relay(cli_context& ctx, const relay_args& a) {
   using namespace spool::outbox;
-  signal_scope signals;
+  signal_scope signals({SIGINT, SIGTERM, SIGHUP});
   spool::database db = open_database(ctx);
   store_options so;
   so.config.schema = a.schema;
