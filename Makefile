@@ -3,7 +3,7 @@
 #   make test                       install dependencies, build everything, run every test; then build
 #                                   again under AddressSanitizer + UBSan and run the tests there too
 #                                   (SANITIZE=0 skips that second pass)
-# Also: make deps | build | clean. JOBS=N sets the parallelism (default 2, the machine's cores).
+# Also: make deps | build | test-tsan | clean. JOBS=N sets the parallelism (default 2, the machine's cores).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -19,7 +19,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
 .DEFAULT_GOAL := run
-.PHONY: run test deps configure build test-asan clean
+.PHONY: run test deps configure build test-asan test-tsan clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -48,8 +48,20 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j$(JOBS) -E install_consumer_project
 
+# ThreadSanitizer over the runtime and concurrency suites (the three capabilities' conformance
+# tests on both engines). Not yet part of `make test`: it ran clean by hand (mq 116, ops 247,
+# outbox 163 tests) and joins CI with issue 7.
+TSAN_DIR ?= build-tsan
+test-tsan: deps
+	cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_CXX_FLAGS=-fsanitize=thread \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
+	  -DSPOOL_BUILD_BENCH=OFF -DSPOOL_BUILD_EXAMPLES=OFF
+	cmake --build $(TSAN_DIR) -j$(JOBS) --target spool_cli mq_conformance_tests ops_conformance_tests outbox_conformance_tests
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_DIR) --output-on-failure -j$(JOBS) \
+	  -R 'pg_server|mq_conformance|ops_conformance|outbox_conformance'
+
 clean:
-	@for d in $(BUILD_DIR) $(ASAN_DIR); do \
+	@for d in $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR); do \
 	  if [[ -x tests/support/pg_server.sh && -d $$d/tests/pg ]]; then tests/support/pg_server.sh stop $$d/tests/pg >/dev/null || true; fi; \
 	done
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR)
