@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "spool/database.hpp"
 #include "spool/error.hpp"
 #include "spool/migrate.hpp"
@@ -290,16 +291,10 @@ int run(settings s) {
   dbo.sqlite_sync = spool::sqlite_synchronous::full;  // the default, stated: the results name it
   context c{spool::database::open(s.db, dbo), s, dbo.pool_size, {}, {}, {}};
   (void)spool::migrate(c.db);  // a fresh database gets ops_queue and its indexes, as `spool migrate` would
-  if (c.db.kind() == spool::engine::postgres) {
-    c.engine = "postgres";
-    c.synchronous = c.db.exec("SHOW synchronous_commit").at(0).at(0).value_or("");
-    c.fsync = c.db.exec("SHOW fsync").at(0).at(0).value_or("");
-  } else {
-    c.engine = "sqlite";
-    const auto level = c.db.exec("PRAGMA synchronous").at(0).at(0).value_or("");
-    const char* names[] = {"off", "normal", "full", "extra"};
-    c.synchronous = level.size() == 1 && level[0] >= '0' && level[0] <= '3' ? names[level[0] - '0'] : level;
-  }
+  const auto facts = spool::bench::describe(c.db);
+  c.engine = facts.engine;
+  c.synchronous = facts.synchronous;
+  c.fsync = facts.fsync;
   ops::queue q(c.db);
 
   bool ok = true;
