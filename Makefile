@@ -1,5 +1,6 @@
 # Spool's two commands (see README):
-#   make run   (also plain `make`)  install dependencies, build, run the demo on sqlite:spool.db
+#   make run   (also plain `make`)  install dependencies, build, run the main job (the order-service
+#                                   pipeline, examples/order_service) on sqlite:spool.db
 #   make test                       install dependencies, build everything, run every test; then build
 #                                   again under AddressSanitizer + UBSan and run the tests there too
 #                                   (SANITIZE=0 skips that second pass)
@@ -31,7 +32,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 run: build
-	./$(BUILD_DIR)/examples/spool_demo --db sqlite:spool.db
+	./$(BUILD_DIR)/examples/order_service --db sqlite:spool.db
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)

@@ -68,23 +68,51 @@ struct consumer::impl {
       ok = false;
       why = "unknown exception";
     }
+    // Outcomes are recorded even while stopping: they carry no stop token. The
+    // claim stays tracked (and extended) until its outcome is recorded.
+    if (ok) {
+      if (record(d, "ack", [&] { q.ack(d.receipt); })) ++acked;
+    } else {
+      const auto base = backoff(d.receive_count.value_or(1), opts.max_retry_delay);
+      std::uniform_real_distribution<double> jitter(1 - opts.retry_jitter, 1 + opts.retry_jitter);
+      const auto delay = std::chrono::seconds(std::llround(static_cast<double>(base.count()) * jitter(rng)));
+      log().info("consumer: message {} failed ({}); retry in {} s", d.broker_message_id, why, delay.count());
+      if (record(d, "nack", [&] { (void)q.nack(d.receipt, delay); })) ++nacked;
+    }
     track(d.receipt, false);
-    // Outcomes are recorded even while stopping: they carry no stop token.
-    try {
-      if (ok) {
-        q.ack(d.receipt);
-        ++acked;
-      } else {
-        const auto base = backoff(d.receive_count.value_or(1), opts.max_retry_delay);
-        std::uniform_real_distribution<double> jitter(1 - opts.retry_jitter, 1 + opts.retry_jitter);
-        const auto delay = std::chrono::seconds(std::llround(static_cast<double>(base.count()) * jitter(rng)));
-        log().info("consumer: message {} failed ({}); retry in {} s", d.broker_message_id, why, delay.count());
-        (void)q.nack(d.receipt, delay);
-        ++nacked;
+  }
+
+  // Runs one outcome call, repeating it after a retryable failure (SQLite
+  // busy, a dropped connection) for up to a third of the visibility window.
+  // Giving up leaves the message claimed until its window lapses and then
+  // redelivers it: a duplicate the handler has already paid for. After an
+  // in_doubt attempt, not_found means that attempt (or the window) already
+  // settled the claim. Returns whether the call took effect here.
+  template <class Call>
+  bool record(const delivered_message& d, const char* what, Call&& call) {
+    using clock = std::chrono::steady_clock;
+    const auto give_up = clock::now() + q.visibility_timeout() / 3;
+    std::chrono::milliseconds pause{25};
+    bool doubt = false;
+    for (;;) {
+      try {
+        call();
+        return true;
+      } catch (const error& e) {
+        if (doubt && e.code() == errc::not_found) {
+          log().info("consumer: {} of message {} was in doubt and is settled now", what, d.broker_message_id);
+          return false;
+        }
+        if (!e.retryable() || clock::now() + pause > give_up) {
+          ++outcome_errors;
+          log().warn("consumer: could not record the outcome ({}) of message {}: {}", what, d.broker_message_id,
+                     e.what());
+          return false;
+        }
+        doubt = doubt || e.code() == errc::in_doubt;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(1000));
       }
-    } catch (const error& e) {
-      ++outcome_errors;
-      log().warn("consumer: could not record the outcome of message {}: {}", d.broker_message_id, e.what());
     }
   }
 

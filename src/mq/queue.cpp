@@ -156,11 +156,11 @@ struct queue::impl {
     const std::string text = truncate_utf8(reason, 1000);
     try {
       st->quarantine(opts.name, row.id, receipt, text, {});
-      spool::detail::log().warn("malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})",
-                   shown, row.id, text);
+      spool::detail::log().warn("message moved to queue_messages_failed (queue {}, message id {}, reason {})", shown,
+                                row.id, text);
     } catch (const std::exception& e) {
-      spool::detail::log().warn("could not quarantine malformed message (queue {}, message id {}, error {})", shown, row.id,
-                   e.what());
+      spool::detail::log().warn("could not move a message to queue_messages_failed (queue {}, message id {}, error {})",
+                                shown, row.id, e.what());
     }
   }
 

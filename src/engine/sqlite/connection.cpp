@@ -104,6 +104,26 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
         const_cast<call_options*>(&limits));
   }
   sqlite3_stmt* stmt = prepare(sql);
+  // An autocommit write queues on the process's write gate like BEGIN
+  // IMMEDIATE does: left to SQLite's sleeping busy handler, a steady stream of
+  // gated writers can starve it past busy_timeout. Released after the reset
+  // below, when the statement's implicit transaction has ended.
+  struct gate_scope {
+    connection* c = nullptr;
+    ~gate_scope() {
+      if (c != nullptr) c->release_gate();
+    }
+  } gate;
+  if (gate_ && !gate_held_ && sqlite3_get_autocommit(db_) != 0 && sqlite3_stmt_readonly(stmt) == 0) {
+    if (!gate_->acquire(busy_timeout_)) {
+      throw error(errc::unavailable,
+                  fmt::format("SQLite database is locked: another writer in this process held it for {} ms",
+                              busy_timeout_.count()),
+                  "busy");
+    }
+    gate_held_ = true;
+    gate.c = this;
+  }
   // Reset even when a step throws, so the cached statement is reusable.
   struct resetter {
     sqlite3_stmt* s;
