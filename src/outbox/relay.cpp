@@ -276,27 +276,38 @@ struct relay::impl {
   // ---- transitions (rule 7) ----
   enum class recorded { ok, lost, failed, sink_failed };
   // Runs fn under transition_timeout, independent of stop, retried on
-  // unavailable; in_doubt is resolved by repeating the fenced call (the row
-  // still leased with this token: the repeat records it; lease_lost: the
-  // first attempt committed or the lease expired).
+  // unavailable. An in_doubt attempt is resolved by re-reading the row
+  // (rule 7): showing `committed` it took effect; still held by this lease it
+  // is repeated; anything else means the lease is gone.
   template <class F>
-  recorded run_transition(flight& f, std::string_view what, F&& fn, sink_outcome* sink_part = nullptr) {
+  recorded run_transition(flight& f, std::string_view what, lease_fate committed, F&& fn,
+                          sink_outcome* sink_part = nullptr) {
     const auto deadline = steady::now() + o.transition_timeout;
     auto pause = 20ms;
     bool doubt = false;
     for (;;) {
       try {
+        if (doubt) {
+          const lease_fate now = st.check_lease(f.m.ref, call_options{deadline, {}});
+          store_ok();
+          if (now == committed) {
+            log().info("outbox relay {}: {} of {} was in doubt; the row shows it committed", owner, what,
+                       f.m.message.id);
+            return recorded::ok;
+          }
+          if (now != lease_fate::held) {
+            log().warn("outbox relay {}: {} of {} was in doubt; the row is {} now", owner, what, f.m.message.id,
+                       to_string(now));
+            mark_lost(f, what);
+            return recorded::lost;
+          }
+          doubt = false;  // still ours and unchanged: the attempt did not commit; repeat it
+        }
         fn(call_options{deadline, {}});
         store_ok();
         return recorded::ok;
       } catch (const error& e) {
         if (e.code() == errc::lease_lost) {
-          if (doubt) {
-            log().warn(
-                "outbox relay {}: {} of {} was in doubt; the repeat found the lease gone (the first attempt "
-                "may have committed)",
-                owner, what, f.m.message.id);
-          }
           mark_lost(f, what);
           return recorded::lost;
         }
@@ -318,13 +329,13 @@ struct relay::impl {
   }
 
   void release(flight& f) {
-    if (run_transition(f, "release_lease", [&](const call_options& c) { st.release_lease(f.m.ref, c); }) ==
+    if (run_transition(f, "release_lease", lease_fate::pending, [&](const call_options& c) { st.release_lease(f.m.ref, c); }) ==
         recorded::ok) {
       with_metrics([](relay_metrics& x) { ++x.released; });
     }
   }
   void dead_letter(flight& f, failure fl) {
-    if (run_transition(f, "dead_letter", [&](const call_options& c) { st.dead_letter(f.m.ref, fl, c); }) ==
+    if (run_transition(f, "dead_letter", lease_fate::dead, [&](const call_options& c) { st.dead_letter(f.m.ref, fl, c); }) ==
         recorded::ok) {
       with_metrics([](relay_metrics& x) { ++x.dead_lettered; });
       log().warn("outbox relay {}: dead-lettered {} ({})", owner, f.m.message.id, fl.code);
@@ -450,7 +461,7 @@ struct relay::impl {
       return;
     }
     const auto delay = retry_delay(n, out);
-    if (run_transition(f, "retry", [&](const call_options& co) {
+    if (run_transition(f, "retry", lease_fate::pending, [&](const call_options& co) {
           st.retry(cm.ref, retry_at::after(delay), {out.code, out.message}, co);
         }) == recorded::ok) {
       with_metrics([](relay_metrics& x) { ++x.retried; });
@@ -464,7 +475,7 @@ struct relay::impl {
     sink_outcome sink_part;
     if (scoped(cm.message) && !sk->records_delivery() && !stopping) {
       const auto asked = steady::now();
-      r = run_transition(f, "mark_delivered_and_claim_next", [&](const call_options& c) {
+      r = run_transition(f, "mark_delivered_and_claim_next", lease_fate::delivered, [&](const call_options& c) {
         next = st.mark_delivered_and_claim_next(cm.ref, o.lease_duration, o.mode, c);
       });
       if (r == recorded::ok && next) {
@@ -479,7 +490,7 @@ struct relay::impl {
       }
     } else {
       r = run_transition(
-          f, "mark_delivered", [&](const call_options& c) { sk->record_delivered(st, cm, c); }, &sink_part);
+          f, "mark_delivered", lease_fate::delivered, [&](const call_options& c) { sk->record_delivered(st, cm, c); }, &sink_part);
     }
     if (r == recorded::ok) {
       with_metrics([](relay_metrics& x) { ++x.delivered; });

@@ -392,6 +392,36 @@ void store::release_lease(const lease_ref& ref, const call_options& c) {
 
 backlog_info store::backlog(const call_options& c) { return backend_->backlog(c); }
 
+std::string_view to_string(lease_fate f) noexcept {
+  switch (f) {
+    case lease_fate::held: return "held";
+    case lease_fate::pending: return "pending";
+    case lease_fate::delivered: return "delivered";
+    case lease_fate::dead: return "dead";
+    case lease_fate::replaced: return "replaced";
+    case lease_fate::missing: return "missing";
+  }
+  return "missing";
+}
+
+lease_fate store::check_lease(const lease_ref& ref, const call_options& c) {
+  check_ref(ref);
+  std::optional<std::pair<message_state, bool>> s;
+  try {
+    s = backend_->lease_state(ref, c);
+  } catch (...) {
+    detail::rethrow_translated();
+  }
+  if (!s) return lease_fate::missing;
+  switch (s->first) {
+    case message_state::leased: return s->second ? lease_fate::held : lease_fate::replaced;
+    case message_state::pending: return lease_fate::pending;
+    case message_state::delivered: return lease_fate::delivered;
+    case message_state::dead: return lease_fate::dead;
+  }
+  return lease_fate::missing;
+}
+
 namespace {
 
 std::string make_cursor(const message_summary& m) {

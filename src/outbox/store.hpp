@@ -126,6 +126,8 @@ class store_backend {
                                          const std::function<void(const std::vector<archived_message>&)>* archive,
                                          std::int64_t tx_timeout_ms, const call_options& c) = 0;
   virtual void ping(const call_options& c) = 0;
+  // The row's state and whether its lease token is the given one; nullopt: no row.
+  virtual std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref, const call_options& c) = 0;
 };
 
 // Shared by both backends: inspect rows → summaries; replay's per-id statuses

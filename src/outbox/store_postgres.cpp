@@ -89,7 +89,7 @@ class postgres_backend final : public store_backend {
                           "extend", "deliver", "deliver_scope", "claim_next_by_key", "claim_next_by_topic", "retry",
                           "dead_letter", "release", "backlog", "inspect", "replay_lock",
                           "replay_apply", "prune_delivered", "prune_dead", "archive_select_delivered",
-                          "archive_select_dead", "archive_delete", "cutoff", "ping", "schema_version"}) {
+                          "archive_select_dead", "archive_delete", "lease_state", "cutoff", "ping", "schema_version"}) {
       sql_[f] = render(engine::postgres, f, n_);
     }
   }
@@ -303,6 +303,13 @@ class postgres_backend final : public store_backend {
     std::vector<std::string> out;
     for (const auto& r : deleted) out.push_back(*r[0]);
     return out;
+  }
+
+  std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref, const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    const auto r = conn->query(sql_.at("lease_state"), {ref.id, ref.token}, intent::read, c);
+    if (r.empty()) return std::nullopt;
+    return std::pair{parse_message_state(r[0].at(0).value_or("")), r[0].at(1) == "t"};
   }
 
   void ping(const call_options& c) override {

@@ -31,7 +31,7 @@ class sqlite_backend final : public store_backend {
                           "claim_undecodable", "extend", "deliver", "deliver_scope", "claim_next_by_key",
                           "claim_next_by_topic", "retry", "dead_letter", "release", "backlog",
                           "inspect", "replay_lock", "replay_audit", "replay_apply", "prune_delivered", "prune_dead",
-                          "archive_select_delivered", "archive_select_dead", "archive_delete", "ping",
+                          "archive_select_delivered", "archive_select_dead", "archive_delete", "lease_state", "ping",
                           "schema_version"}) {
       sql_[f] = render(engine::sqlite, f, n_);
     }
@@ -268,6 +268,13 @@ class sqlite_backend final : public store_backend {
     }
     tx.commit();
     return out;
+  }
+
+  std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref, const call_options& c) override {
+    auto conn = impl().sqlite_pool().acquire(c);
+    const auto r = conn->query(sql_.at("lease_state"), {ref.id, ref.token}, c);
+    if (r.empty()) return std::nullopt;
+    return std::pair{parse_message_state(r[0].at(0).value_or("")), r[0].at(1) == "1"};
   }
 
   void ping(const call_options& c) override {

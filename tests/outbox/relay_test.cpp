@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -532,6 +533,74 @@ TEST_P(outbox_relay, rule_6_a_lease_lost_at_the_transition_is_absorbed_and_the_r
 }
 
 // ---- rule 7 ----
+
+// A sink that records its delivery in the fenced transition (like the queue
+// sink) and makes the first record_delivered report in_doubt, as a connection
+// lost during COMMIT does: after committing (commit_first) or without.
+class in_doubt_sink : public sink {
+ public:
+  explicit in_doubt_sink(bool commit_first) : commit_first_(commit_first) {}
+  sink_outcome publish(const claimed_message&, std::stop_token) override {
+    ++publishes;
+    return sink_outcome::delivered();
+  }
+  [[nodiscard]] bool records_delivery() const noexcept override { return true; }
+  void record_delivered(store& s, const claimed_message& m, const call_options& c) override {
+    if (++records == 1) {
+      if (commit_first_) s.mark_delivered(m.ref, c);
+      throw error(errc::in_doubt, "connection lost during COMMIT (simulated)");
+    }
+    s.mark_delivered(m.ref, c);
+  }
+  std::atomic<int> publishes{0}, records{0};
+
+ private:
+  bool commit_first_;
+};
+
+TEST_P(outbox_relay, rule_7_an_in_doubt_delivery_that_committed_is_recorded_by_re_reading_the_row_not_repeated) {
+  write({env("q1")});
+  auto s = std::make_shared<in_doubt_sink>(true);
+  relay r(*st_, s, fast());
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("q1"), "delivered");
+  EXPECT_EQ(s->records.load(), 1) << "the committed transition must not be repeated";
+  EXPECT_EQ(s->publishes.load(), 1);
+  const auto m = r.metrics();
+  EXPECT_EQ(m.delivered, 1u);
+  EXPECT_EQ(m.lease_lost, 0u);
+  EXPECT_EQ(m.delivery_unrecorded, 0u);
+}
+
+TEST_P(outbox_relay, rule_7_an_in_doubt_delivery_that_did_not_commit_finds_the_lease_still_held_and_is_repeated) {
+  write({env("q2")});
+  auto s = std::make_shared<in_doubt_sink>(false);
+  relay r(*st_, s, fast());
+  EXPECT_EQ(r.run_once(), 1u);
+  EXPECT_EQ(state_of("q2"), "delivered");
+  EXPECT_EQ(s->records.load(), 2) << "the row still held by the lease: the transition is repeated once";
+  EXPECT_EQ(s->publishes.load(), 1) << "repeating the transition never publishes again";
+  EXPECT_EQ(r.metrics().delivered, 1u);
+  EXPECT_EQ(r.metrics().delivery_unrecorded, 0u);
+  EXPECT_EQ(column("q2", "claim_count"), "1");
+}
+
+TEST_P(outbox_relay, check_lease_tells_held_replaced_delivered_pending_dead_and_missing_apart) {
+  write({env("k1"), env("k2"), env("k3")});
+  auto claimed = st_->claim("checker", 3, std::chrono::minutes(1));
+  ASSERT_EQ(claimed.size(), 3u);
+  std::map<std::string, lease_ref> ref;
+  for (const auto& c : claimed) ref[c.message.id] = c.ref;
+  EXPECT_EQ(st_->check_lease(ref["k1"]), lease_fate::held);
+  EXPECT_EQ(st_->check_lease({"k1", "00000000-0000-4000-8000-000000000000"}), lease_fate::replaced);
+  st_->mark_delivered(ref["k1"]);
+  EXPECT_EQ(st_->check_lease(ref["k1"]), lease_fate::delivered);
+  st_->release_lease(ref["k2"]);
+  EXPECT_EQ(st_->check_lease(ref["k2"]), lease_fate::pending);
+  st_->dead_letter(ref["k3"], {"gave_up", "test"});
+  EXPECT_EQ(st_->check_lease(ref["k3"]), lease_fate::dead);
+  EXPECT_EQ(st_->check_lease({"no-such-row", "00000000-0000-4000-8000-000000000000"}), lease_fate::missing);
+}
 
 TEST_P(outbox_relay,
        rule_7_transitions_run_under_their_own_deadline_so_a_success_racing_the_stop_is_recorded) {

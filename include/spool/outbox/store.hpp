@@ -36,6 +36,12 @@ enum class message_state { pending, leased, delivered, dead };
 // Errors: invalid_argument (invalid_message_state).
 [[nodiscard]] message_state parse_message_state(std::string_view s);
 
+// What a lease's row shows now. held: still leased with this token (it may
+// have expired without being reclaimed yet); replaced: leased by another
+// claim; missing: no row with that id (pruned).
+enum class lease_fate { held, pending, delivered, dead, replaced, missing };
+[[nodiscard]] std::string_view to_string(lease_fate f) noexcept;
+
 // A lease: the row's id and the token of the claim that holds it.
 struct lease_ref {
   std::string id;
@@ -233,6 +239,10 @@ class store {
   void retry(const lease_ref& ref, const retry_at& at, const failure& f, const call_options& c = {});
   void dead_letter(const lease_ref& ref, const failure& f, const call_options& c = {});
   void release_lease(const lease_ref& ref, const call_options& c = {});
+
+  // What became of a lease, read without locking (§7 rule 7: an in_doubt
+  // transition is resolved by re-reading its row). Errors: as backlog().
+  lease_fate check_lease(const lease_ref& ref, const call_options& c = {});
 
   // §6.3.
   backlog_info backlog(const call_options& c = {});
