@@ -1,0 +1,169 @@
+// spool_chaos_actor — a producer or consumer of the message queue as a process
+// of its own, for the crash tests (tests/chaos/): the supervisor SIGKILLs and
+// restarts it at random points. It logs what it did in the delivery-log format
+// (support/delivery_log.hpp) with one write(2) per line, so what it logged
+// before dying is on disk.
+//
+//   spool_chaos_actor produce --db URI --queue Q --name P --groups G --count N --batch B --log FILE
+//     Publishes N messages "<P>-<i>" round-robin over groups "<P>-g<k>", B per
+//     transaction, logging each batch after its commit. On restart it resumes
+//     after the last logged message (re-publishing a batch that committed
+//     unlogged is harmless: same ids, ON CONFLICT DO NOTHING). Exits 0 when done.
+//   spool_chaos_actor consume --db URI --queue Q --visibility S --batch B --log FILE
+//     Polls (strict group order), logs H, acks, logs A — until SIGTERM, then
+//     finishes its batch and exits 0.
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "spool/database.hpp"
+#include "spool/error.hpp"
+#include "spool/mq/queue.hpp"
+#include "support/delivery_log.hpp"
+
+namespace {
+
+volatile std::sig_atomic_t stop_requested = 0;
+extern "C" void on_term(int) { stop_requested = 1; }
+
+std::map<std::string, std::string> options(int argc, char** argv, int first) {
+  std::map<std::string, std::string> o;
+  for (int i = first; i + 1 < argc; i += 2) o[argv[i]] = argv[i + 1];
+  return o;
+}
+
+std::string need(const std::map<std::string, std::string>& o, const std::string& k) {
+  const auto it = o.find(k);
+  if (it == o.end()) throw std::runtime_error("missing " + k);
+  return it->second;
+}
+
+// The next message index: one past the highest this producer logged.
+long resume_point(const std::string& log, const std::string& name) {
+  std::ifstream in(log);
+  std::string kind, id, group, seq;
+  long next = 0;
+  const std::string prefix = name + "-";
+  while (in >> kind >> id >> group >> seq) {
+    if (kind != "P" || id.rfind(prefix, 0) != 0) continue;
+    try {
+      next = std::max(next, std::stol(id.substr(prefix.size())) + 1);
+    } catch (const std::exception&) {
+    }
+  }
+  return next;
+}
+
+template <class F>
+void with_retries(F&& f) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      f();
+      return;
+    } catch (const spool::error& e) {
+      // unavailable (busy) and in_doubt: try again; publishing the same ids
+      // again is idempotent, so an in-doubt commit cannot duplicate.
+      if (!e.retryable() || attempt > 200) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20 * attempt, 500)));
+    }
+  }
+}
+
+int produce(const std::map<std::string, std::string>& o) {
+  auto db = spool::database::open(need(o, "--db"));
+  spool::mq::queue_options qo;
+  qo.name = need(o, "--queue");
+  spool::mq::queue q(db, qo);
+  const std::string name = need(o, "--name"), log_file = need(o, "--log");
+  const long groups = std::stol(need(o, "--groups")), count = std::stol(need(o, "--count")),
+             batch = std::stol(need(o, "--batch"));
+  spool::test::log_writer log(log_file);
+  for (long i = resume_point(log_file, name); i < count && !stop_requested;) {
+    std::vector<spool::mq::message> msgs;
+    std::vector<std::string> lines;
+    for (long j = i; j < std::min(count, i + batch); ++j) {
+      spool::mq::message m;
+      // Zero-padded: within one created_at second a group is FIFO by id (spec §5.1).
+      m.id = fmt::format("{}-{:07}", name, j);
+      m.pool_code = "chaos";
+      m.mediation_type = "HTTP";
+      m.mediation_target = "https://chaos.example/hook";
+      m.message_group_id = name + "-g" + std::to_string(j % groups);
+      lines.push_back("P\t" + m.id + "\t" + *m.message_group_id + "\t" + std::to_string(j / groups));
+      msgs.push_back(std::move(m));
+    }
+    with_retries([&] { (void)q.publish_batch(msgs); });
+    for (const auto& l : lines) log.line(l);
+    i += static_cast<long>(msgs.size());
+  }
+  return 0;
+}
+
+int consume(const std::map<std::string, std::string>& o) {
+  auto db = spool::database::open(need(o, "--db"));
+  spool::mq::queue_options qo;
+  qo.name = need(o, "--queue");
+  qo.visibility_timeout = std::chrono::seconds(std::stol(need(o, "--visibility")));
+  qo.strict_group_order = true;
+  qo.poll_interval = std::chrono::milliseconds(100);
+  spool::mq::queue q(db, qo);
+  const auto batch = static_cast<std::size_t>(std::stol(need(o, "--batch")));
+  spool::test::log_writer log(need(o, "--log"));
+  while (!stop_requested) {
+    std::vector<spool::mq::delivered_message> got;
+    try {
+      got = q.poll_wait(batch, std::chrono::milliseconds(300));
+    } catch (const spool::error& e) {
+      if (!e.retryable()) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    for (const auto& d : got) {
+      log.line("H\t" + d.broker_message_id + "\t" + std::to_string(d.receive_count.value_or(0)) + "\t" +
+               std::to_string(spool::test::monotonic_ns()));
+      bool acked = false;
+      for (int attempt = 1; attempt <= 20 && !acked; ++attempt) {
+        try {
+          q.ack(d.receipt);
+          acked = true;
+        } catch (const spool::error& e) {
+          // not_found: the window lapsed and someone else has it (or an
+          // in-doubt ack committed). Either way this delivery is not acked here.
+          if (e.code() == spool::errc::not_found || !e.retryable()) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+        }
+      }
+      if (acked) log.line("A\t" + d.broker_message_id + "\t" + std::to_string(spool::test::monotonic_ns()));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGTERM, on_term);
+  std::signal(SIGINT, on_term);
+  if (argc < 2) {
+    std::cerr << "usage: spool_chaos_actor produce|consume --option value ...\n";
+    return 2;
+  }
+  try {
+    const std::string mode = argv[1];
+    const auto o = options(argc, argv, 2);
+    if (mode == "produce") return produce(o);
+    if (mode == "consume") return consume(o);
+    std::cerr << "spool_chaos_actor: unknown mode " << mode << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "spool_chaos_actor: " << e.what() << "\n";
+    return 1;
+  }
+}
