@@ -93,6 +93,7 @@ TEST_P(outbox_http_sink,
   EXPECT_EQ(r.header("X-Spool-Claim-Count"), "1");
   EXPECT_EQ(r.header("X-Spool-Failure-Count"), "0");
   EXPECT_EQ(r.header("Authorization"), "Bearer abc");
+  EXPECT_EQ(r.header("User-Agent"), "spool-outbox-relay");
   EXPECT_EQ(r.header("X-Spool-Signature"), expected_signature(secret, r.body));
   EXPECT_NE(r.header("X-Spool-Signature"), expected_signature("another key", r.body));
   EXPECT_EQ(got[1].body, r.body);  // a redelivery carries the same bytes and key

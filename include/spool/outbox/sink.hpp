@@ -135,13 +135,14 @@ struct http_sink_options {
   std::string url;     // http://HOST[:PORT][/PATH[?QUERY]] or https://…; no user:password@
   std::string secret;  // the HMAC-SHA256 key of X-Spool-Signature; never logged
   // Sent with every request; they cannot replace the sink's own headers
-  // (Content-Type, Content-Length, Host, Idempotency-Key, X-Spool-*).
+  // (Content-Type, Content-Length, Host, Connection, Transfer-Encoding,
+  // Idempotency-Key, X-Spool-*). A User-Agent here replaces the default.
   std::vector<std::pair<std::string, std::string>> headers;
   std::chrono::milliseconds connect_timeout{10000};  // TCP connect (and TLS handshake)
   std::chrono::milliseconds read_timeout{30000};     // each read or write of the exchange
   std::string ca_file;                               // PEM CA(s) trusted in addition to the system's
-  bool verify_tls = true;                            // https: verify the chain and the host name
-  std::size_t max_response_bytes = 64 * 1024;        // the response body read (and discarded) at most
+  bool verify_tls = true;  // https: verify the chain and the host name (off: only for tests)
+  std::size_t max_response_bytes = 64 * 1024;  // the response body read (and discarded) at most
 };
 // POSTs the envelope's canonical JSON (outbox.md §8) with Content-Type
 // application/json, Idempotency-Key (the envelope id), X-Spool-Topic,
@@ -155,8 +156,9 @@ struct http_sink_options {
 // step and host:port), never the secret, the URL's path or a body.
 // A stop request aborts the exchange in flight: the request runs on a
 // thread of its own and the caller shuts its socket down (it waits at most
-// connect_timeout when the stop lands during the connect); the outcome is
-// then transient (http_stopped). One connection per publish, no keep-alive.
+// connect_timeout when the stop lands during the connect or TLS handshake);
+// the outcome is then transient (http_stopped). One connection and one
+// thread per publish, no keep-alive: concurrent publishes share nothing.
 // Errors at construction: invalid_argument (invalid_config) naming the value:
 // a URL that is not http(s) or is malformed, an empty secret, non-positive
 // timeouts, a zero max_response_bytes, an invalid or reserved header, or a

@@ -82,6 +82,11 @@ struct response_head {
   std::size_t body_bytes = 0;
 };
 
+struct exchange_result {
+  bool ok = false;           // client.send's result
+  bool interrupted = false;  // stop ended the exchange
+};
+
 // Runs client.send on a thread of its own and waits for it or for stop.
 // On stop it shuts the client's socket down (ClientImpl::stop, safe while
 // a request is in flight) until the exchange ends: the read or write in
@@ -90,11 +95,6 @@ struct response_head {
 // takes at most connect_timeout. The thread blocks SIGPIPE, so a peer that
 // closes during a TLS write (OpenSSL writes without MSG_NOSIGNAL) cannot
 // kill the process; the signal stays pending on that thread and dies with it.
-struct exchange_result {
-  bool ok = false;           // client.send's result
-  bool interrupted = false;  // stop ended the exchange
-};
-
 // Returns what send returned and whether stop interrupted the exchange.
 exchange_result send_stoppable(httplib::ClientImpl& client, httplib::Request& req, httplib::Response& res,
                                httplib::Error& err, const std::stop_token& stop) {
@@ -143,6 +143,7 @@ class http_sink final : public sink {
     req.path = url_.target;
     req.body = canonical_json(e);
     for (const auto& [name, value] : opts_.headers) req.headers.emplace(name, value);
+    if (!req.has_header("User-Agent")) req.headers.emplace("User-Agent", "spool-outbox-relay");
     req.headers.emplace("Content-Type", "application/json");
     req.headers.emplace("Idempotency-Key", e.id);
     req.headers.emplace("X-Spool-Topic", e.topic);
