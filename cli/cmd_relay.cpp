@@ -1,6 +1,7 @@
 // `spool relay`: runs an outbox relay (outbox.md §7) with one of the shipped
 // sinks (§8): stdout, file:PATH, exec:CMD (CMD split into argv by shell word
-// rules, no shell run) or mq:QUEUE (the queue table in the same database).
+// rules, no shell run), http:URL (the webhook; cli/webhook_options.cpp) or
+// mq:QUEUE (the queue table in the same database).
 // SIGINT/SIGTERM stop it gracefully (rule 10); SIGHUP reopens a file sink.
 #include <fmt/format.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include "spool/outbox/relay.hpp"
 #include "spool/outbox/sink.hpp"
 #include "spool/outbox/store.hpp"
+#include "webhook_options.hpp"
 
 namespace spool::cli {
 
@@ -25,6 +27,7 @@ struct relay_args {
   int concurrency = 16;
   std::string lease, poll_interval, shutdown_grace;
   std::uint32_t max_attempts = 25;
+  webhook_flags webhook;
 };
 
 [[noreturn]] void usage(const std::string& message) {
@@ -77,6 +80,14 @@ std::vector<std::string> split_words(std::string_view cmd) {
 std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::database& db,
                                                const relay_args& a) {
   using namespace spool::outbox;
+  const auto& w = a.webhook;
+  if (!spec.starts_with("http:") &&
+      (!w.secret_file.empty() || !w.ca_file.empty() || !w.timeout.empty() || !w.headers.empty())) {
+    usage(
+        fmt::format("--secret-file, --ca-file, --http-timeout and --header apply to --sink http:URL only, "
+                    "not to --sink {}",
+                    spec));
+  }
   if (spec == "stdout") return make_stdout_sink();
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon),
@@ -98,8 +109,8 @@ std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::d
     o.schema = a.schema;
     return make_mq_sink(db, o);
   }
-  if (kind == "http") usage("--sink http: the webhook sink is not available in this build");
-  usage(fmt::format("--sink {}: expected stdout, file:PATH, exec:CMD or mq:QUEUE", spec));
+  if (kind == "http" && !rest.empty()) return make_http_sink(webhook_options(rest, a.webhook));
+  usage(fmt::format("--sink {}: expected stdout, file:PATH, exec:CMD, http:URL or mq:QUEUE", spec));
 }
 
 void run_relay(cli_context& ctx, const relay_args& a) {
@@ -176,7 +187,11 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
       "like a "
       "shell, no shell run) with the document on stdin and SPOOL_OUTBOX_ID/TOPIC/CLAIM_COUNT/FAILURE_COUNT "
       "in its "
-      "environment (exit 0 delivered, 65 permanent, else retried); mq:QUEUE publishes into the Spool queue "
+      "environment (exit 0 delivered, 65 permanent, else retried); http:URL POSTs the envelope's canonical "
+      "JSON to an http:// or https:// URL with Idempotency-Key, X-Spool-Topic, X-Spool-Claim-Count, "
+      "X-Spool-Failure-Count and X-Spool-Signature: sha256=<hex HMAC-SHA256 of the body> (2xx delivered; "
+      "4xx but 408/429 dead-lettered; anything else, redirects, connection, TLS and timeout errors "
+      "retried, honouring Retry-After); mq:QUEUE publishes into the Spool queue "
       "QUEUE "
       "in the same transaction as the delivery. SIGINT/SIGTERM stop gracefully (unpublished rows are "
       "released); "
@@ -185,7 +200,7 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
       "--json prints one summary when it stops (to stderr with --sink stdout): {\"owner\",\"stopped_by\","
       "\"claimed\",\"delivered\",\"retried\",\"dead_lettered\",\"released\",\"lease_lost\",\"store_errors\","
       "\"delivery_unrecorded\"}");
-  cmd->add_option("--sink", a->sink, "stdout | file:PATH | exec:CMD | mq:QUEUE")->required();
+  cmd->add_option("--sink", a->sink, "stdout | file:PATH | exec:CMD | http:URL | mq:QUEUE")->required();
   cmd->add_option("--serialization", a->serialization, "none | key (by ordering key) | topic")
       ->capture_default_str();
   cmd->add_option("--concurrency", a->concurrency, "Envelopes in flight at once (max_in_flight)")
@@ -198,6 +213,13 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
   cmd->add_option("--lease", a->lease, "Lease duration [default: 30s]");
   cmd->add_option("--poll-interval", a->poll_interval, "Poll period when idle [default: 1s]");
   cmd->add_option("--shutdown-grace", a->shutdown_grace, "Graceful stop: wait this long [default: 10s]");
+  cmd->add_option("--secret-file", a->webhook.secret_file,
+                  "http: the signing secret, read from PATH (one trailing newline dropped) "
+                  "[default: $SPOOL_WEBHOOK_SECRET]");
+  cmd->add_option("--ca-file", a->webhook.ca_file, "http: a PEM CA trusted besides the system's");
+  cmd->add_option("--http-timeout", a->webhook.timeout,
+                  "http: read/write timeout of a request (connect: at most 10s) [default: 30s]");
+  cmd->add_option("--header", a->webhook.headers, "http: 'Name: value' sent with every request (repeatable)");
   cmd->add_option("--schema", a->schema, "PostgreSQL schema of the outbox [default: current_schema()]");
   cmd->add_option("--outbox-table", a->table, "The outbox table [default: outbox_messages]");
   add_connection_options(*cmd, ctx);

@@ -6,15 +6,18 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli_runner.hpp"
 #include "support/test_db.hpp"
+#include "support/webhook_receiver.hpp"
 
 namespace {
 
@@ -142,6 +145,62 @@ TEST_P(relay_cli, the_mq_sink_publishes_into_the_queue_with_the_ordering_key_as_
   EXPECT_EQ(*rows[0][0], id);  // the empty message id became the envelope id
   EXPECT_EQ(*rows[0][1], "orders");
   EXPECT_EQ(*rows[0][2], "customer-1");
+}
+
+TEST_P(relay_cli, the_http_sink_posts_signed_envelopes_to_the_webhook_and_never_prints_the_secret) {
+  const std::string secret = "wh-secret-7f3a";
+  const auto secret_file = dir_.path() / "secret";
+  std::ofstream(secret_file) << secret << "\n";  // the trailing newline is not part of the key
+  spool::test::webhook_receiver receiver;
+  std::set<std::string> ids{write("{\"n\":1}"), write("{\"n\":2}"), write("{\"n\":3}")};
+  auto p = relay({"--sink", "http:" + receiver.url("/in?src=spool"), "--secret-file", secret_file.string(),
+                  "--header", "X-Tenant: acme", "--http-timeout", "5s", "--json"});
+  ASSERT_TRUE(eventually([&] {
+    const auto b = backlog();
+    return receiver.requests().size() >= 3 && b["pending"] == 0 && b["leased"] == 0;
+  })) << p.err();
+  EXPECT_EQ(backlog()["dead"], 0);
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.err();
+  const auto summary = json::parse(p.out());
+  EXPECT_EQ(summary["delivered"], 3);
+  EXPECT_EQ(summary["stopped_by"], "SIGTERM");
+  std::set<std::string> seen;
+  for (const auto& r : receiver.requests()) {
+    seen.insert(r.header("Idempotency-Key"));
+    EXPECT_EQ(r.path, "/in");
+    EXPECT_EQ(json::parse(r.body).at("id"), r.header("Idempotency-Key"));
+    EXPECT_EQ(r.header("X-Spool-Signature"), spool::test::expected_signature(secret, r.body));
+    EXPECT_EQ(r.header("X-Tenant"), "acme");
+  }
+  EXPECT_EQ(seen, ids);
+  EXPECT_EQ(p.out().find(secret), std::string::npos);
+  EXPECT_EQ(p.err().find(secret), std::string::npos);
+}
+
+TEST_P(relay_cli, the_http_sink_dead_letters_a_4xx_and_needs_a_secret_from_a_file_or_the_environment) {
+  spool::test::webhook_receiver receiver;
+  receiver.answer(422);
+  write("{}");
+  const auto secret_file = dir_.path() / "secret";
+  std::ofstream(secret_file) << "k";
+  // The secret from the environment this time (the relay inherits ours).
+  ::setenv("SPOOL_WEBHOOK_SECRET", "env-key", 1);
+  auto p = relay({"--sink", "http:" + receiver.url()});
+  ::unsetenv("SPOOL_WEBHOOK_SECRET");
+  ASSERT_TRUE(eventually([&] { return backlog()["dead"] == 1; })) << p.err();
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.err();
+  const auto got = receiver.requests();
+  ASSERT_EQ(got.size(), 1u);  // permanent: no retry
+  EXPECT_EQ(got[0].header("X-Spool-Signature"), spool::test::expected_signature("env-key", got[0].body));
+  expect_failure(run({"relay", "--sink", "http:" + receiver.url()}), 1,
+                 "spool: invalid_argument/invalid_config: --sink http: the webhook needs a secret");
+  expect_failure(run({"relay", "--sink", "http:ftp://example.test/x", "--secret-file", secret_file.string()}),
+                 1, "spool: invalid_argument/invalid_config: http sink: url \"ftp://example.test/x\"");
+  expect_failure(
+      run({"relay", "--sink", "http:" + receiver.url(), "--secret-file", (dir_.path() / "missing").string()}),
+      1, "spool: invalid_argument/invalid_config: --secret-file ");
+  expect_failure(run({"relay", "--sink", "stdout", "--secret-file", secret_file.string()}), 1,
+                 "spool: invalid_argument/invalid_config: --secret-file, --ca-file");
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, relay_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),

@@ -69,7 +69,7 @@ cmake --install "$BUILD" >"$WORK/install.log" 2>&1 ||
 [[ -d $PREFIX/include/spool ]] || fail "no headers under $PREFIX/include/spool"
 
 # The public API must not require libpq's or SQLite's headers: only the opt-in native-handle
-# header may include them.
+# header may include them. No header includes cpp-httplib's.
 step "check installed headers"
 leaks=$(
   cd "$PREFIX/include"
@@ -78,6 +78,9 @@ leaks=$(
 )
 [[ -z $leaks ]] || fail "installed headers include libpq-fe.h or sqlite3.h (only spool/pg_native.hpp may):
 $leaks"
+httplib_leaks=$(cd "$PREFIX/include" && grep -rlE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]httplib\.h[>"]' spool || true)
+[[ -z $httplib_leaks ]] || fail "installed headers include httplib.h (the webhook sink keeps it private):
+$httplib_leaks"
 
 step "consumer via find_package(spool)"
 rm -rf -- "$CONSUMER_BUILD"

@@ -1,6 +1,6 @@
 // The shipped sinks on both engines (outbox.md §8; scenario 30 without the
-// webhook): real files, real commands (/bin/sh scripts in a temp dir) and a
-// real queue table.
+// webhook, which http_sink_test.cpp covers): real files, real commands
+// (/bin/sh scripts in a temp dir) and a real queue table.
 #include "spool/outbox/sink.hpp"
 
 #include <fcntl.h>

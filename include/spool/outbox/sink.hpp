@@ -1,11 +1,12 @@
 // spool::outbox sinks (outbox.md §8): where a relay publishes claimed
 // envelopes. A sink is called from up to max_in_flight relay threads at once.
-// Shipped here: callback, stdout, JSON-lines file, command, and the Spool
-// message queue. Thread safety: every sink returned by the factories is safe
+// Shipped here: callback, stdout, JSON-lines file, command, HTTP webhook and
+// the Spool message queue. Thread safety: every sink returned by the factories is safe
 // to call from many threads; a user sink MUST be too.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -129,6 +130,40 @@ struct command_sink_options {
 // Errors at construction: invalid_argument (empty argv, non-positive timeout,
 // negative kill_grace).
 [[nodiscard]] std::shared_ptr<sink> make_command_sink(command_sink_options options);
+
+struct http_sink_options {
+  std::string url;     // http://HOST[:PORT][/PATH[?QUERY]] or https://…; no user:password@
+  std::string secret;  // the HMAC-SHA256 key of X-Spool-Signature; never logged
+  // Sent with every request; they cannot replace the sink's own headers
+  // (Content-Type, Content-Length, Host, Connection, Transfer-Encoding,
+  // Idempotency-Key, X-Spool-*). A User-Agent here replaces the default.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::chrono::milliseconds connect_timeout{10000};  // TCP connect (and TLS handshake)
+  std::chrono::milliseconds read_timeout{30000};     // each read or write of the exchange
+  std::string ca_file;                               // PEM CA(s) trusted in addition to the system's
+  bool verify_tls = true;  // https: verify the chain and the host name (off: only for tests)
+  std::size_t max_response_bytes = 64 * 1024;  // the response body read (and discarded) at most
+};
+// POSTs the envelope's canonical JSON (outbox.md §8) with Content-Type
+// application/json, Idempotency-Key (the envelope id), X-Spool-Topic,
+// X-Spool-Claim-Count, X-Spool-Failure-Count and X-Spool-Signature:
+// sha256=<lowercase hex HMAC-SHA256 of the exact body bytes under secret>.
+// 2xx: delivered. 4xx except 408 and 429: permanent (code http_N). Other
+// statuses, redirects (never followed), connection, TLS and timeout errors:
+// transient (http_N, http_connect, http_read, http_tls_verify, …); a Retry-After
+// (delta-seconds or HTTP date) on a transient status becomes retry_after.
+// The failure message is the status code and reason phrase (or the failing
+// step and host:port), never the secret, the URL's path or a body.
+// A stop request aborts the exchange in flight: the request runs on a
+// thread of its own and the caller shuts its socket down (it waits at most
+// connect_timeout when the stop lands during the connect or TLS handshake);
+// the outcome is then transient (http_stopped). One connection and one
+// thread per publish, no keep-alive: concurrent publishes share nothing.
+// Errors at construction: invalid_argument (invalid_config) naming the value:
+// a URL that is not http(s) or is malformed, an empty secret, non-positive
+// timeouts, a zero max_response_bytes, an invalid or reserved header, or a
+// ca_file that cannot be loaded.
+[[nodiscard]] std::shared_ptr<sink> make_http_sink(http_sink_options options);
 
 struct mq_sink_options {
   std::string queue;                                // default queue

@@ -1,5 +1,5 @@
 // The shipped sinks of outbox.md §8 (all but the HTTP webhook) and the
-// delivery document.
+// delivery document; the webhook is http.cpp.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,9 +1,11 @@
 // Uses only Spool's public headers and library, as an installed consumer would: a message must
-// survive encode -> decode, and spool::error must carry its code. Exit 0 only if both hold.
+// survive encode -> decode, spool::error must carry its code, and the outbox's webhook sink (its
+// cpp-httplib a private dependency) must validate its URL. Exit 0 only if all hold.
 #include <iostream>
 #include <spool/error.hpp>
 #include <spool/mq/message.hpp>
 #include <spool/ops/op.hpp>
+#include <spool/outbox/sink.hpp>
 
 int main() {
   spool::mq::message m;
@@ -45,6 +47,16 @@ int main() {
   if (spool::ops::to_json(o)["enqueued_at"] != "2024-05-01T12:00:00Z") {
     std::cerr << "install consumer: op JSON lost its UTC time\n";
     return 1;
+  }
+  // Constructing the webhook sink sends nothing; a non-http(s) URL is invalid_argument.
+  if (!spool::outbox::make_http_sink({.url = "http://127.0.0.1:9/hook", .secret = "k"})) return 1;
+  try {
+    (void)spool::outbox::make_http_sink({.url = "ftp://example.invalid/x", .secret = "k"});
+    std::cerr << "install consumer: the webhook sink accepted an ftp:// URL\n";
+    return 1;
+  } catch (const spool::error& e) {
+    if (e.code() != spool::errc::invalid_argument) return 1;
+    std::cout << "webhook sink: " << e.what() << "\n";
   }
   std::cout << "install consumer: OK\n";
   return 0;
