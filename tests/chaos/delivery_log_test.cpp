@@ -39,7 +39,18 @@ TEST(delivery_log_checker, a_redelivery_after_an_unacked_delivery_is_an_explaine
   EXPECT_EQ(r.explained_duplicates, 1);
 }
 
-TEST(delivery_log_checker, a_redelivery_after_an_acked_delivery_is_unexplained) {
+TEST(delivery_log_checker, a_stale_holder_handling_after_the_new_holder_acked_is_an_explained_duplicate) {
+  // c0 claimed m0, stalled past its window; c1 claimed, handled and acked it;
+  // then c0 got round to handling it (its ack fails: no A line).
+  const auto r = check_deliveries(three_in_one_group(),
+                                  {{"m0", 2, 10, true, "c1"}, {"m0", 1, 15, false, "c0"}, {"m1", 1, 20, true, "c"},
+                                   {"m2", 1, 30, true, "c"}},
+                                  true);
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.explained_duplicates, 1);
+}
+
+TEST(delivery_log_checker, a_message_acked_by_two_deliveries_is_an_unexplained_double_claim) {
   const auto r = check_deliveries(three_in_one_group(),
                                   {{"m0", 1, 10, true, "a"}, {"m0", 2, 15, true, "b"}, {"m1", 1, 20, true, "c"},
                                    {"m2", 1, 30, true, "c"}},

@@ -163,7 +163,8 @@ TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_o
   if (const char* keep = std::getenv("SPOOL_CHAOS_KEEP_LOGS"); keep != nullptr && !report.ok()) {
     const auto to = std::filesystem::path(keep) / (is_pg() ? "postgres" : "sqlite");
     std::filesystem::create_directories(to);
-    std::filesystem::copy(logs, to, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy(logs, to,
+                          std::filesystem::copy_options::overwrite_existing | std::filesystem::copy_options::recursive);
     std::cout << "logs kept in " << to << "\n";
   }
 }

@@ -1,8 +1,8 @@
 // The delivery-log checker: reads what producers wrote and what consumers saw
 // (one log file per process, appended across restarts) and reports lost
-// messages, duplicates — each explained or not by an earlier delivery that was
-// never acknowledged (its consumer died, or its lease or window lapsed) — and
-// per-group order violations.
+// messages, duplicates — explained when all but one delivery of the id ended
+// without an ack (its consumer died, its ack failed, or its window lapsed);
+// an id acked twice is a double claim — and per-group order violations.
 //
 // Log lines (tab-separated, one write() each so a SIGKILL leaves whole lines;
 // a torn last line is ignored):
@@ -40,7 +40,7 @@ struct delivery_report {
   long duplicates = 0;         // deliveries after an id's first
   long explained_duplicates = 0;
   std::vector<std::string> lost;          // produced, never handled
-  std::vector<std::string> unexplained;   // redelivered although an earlier delivery was acked
+  std::vector<std::string> unexplained;   // ids acked by more than one delivery (double claims)
   std::vector<std::string> order_violations;  // "group: seq b first handled after seq a > b"
 
   [[nodiscard]] bool ok() const { return lost.empty() && unexplained.empty() && order_violations.empty(); }
