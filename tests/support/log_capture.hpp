@@ -36,6 +36,11 @@ class log_capture {
   log_capture(const log_capture&) = delete;
   log_capture& operator=(const log_capture&) = delete;
 
+  // Registers the tap now (idempotent). Calling it before Spool first logs,
+  // e.g. in a fixture's SetUp, makes the logger the test's own, so no capture
+  // ever has to add the tap to a logger Spool's threads may be using.
+  static void install() { (void)tap(); }
+
   // Every line logged since construction, oldest first (the message only, no pattern).
   [[nodiscard]] std::vector<log_line> lines() const {
     std::vector<log_line> out;
