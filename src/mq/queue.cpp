@@ -88,6 +88,20 @@ void check_queue_name(const std::string& name) {
 
 }  // namespace
 
+void detail::quarantine_row(store& st, const std::string& queue, const std::string& shown,
+                            const std::string& id, const std::string& receipt, const std::string& reason) {
+  const std::string text = truncate_utf8(reason, 1000);
+  try {
+    st.quarantine(queue, id, receipt, text, {});
+    spool::detail::log().warn(
+        "malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})", shown, id,
+        text);
+  } catch (const std::exception& e) {
+    spool::detail::log().warn("could not quarantine malformed message (queue {}, message id {}, error {})",
+                              shown, id, e.what());
+  }
+}
+
 std::string receipt_id(std::string_view receipt) {
   if (receipt.size() < 37 || !spool::detail::is_uuid(receipt.substr(0, 36)) || receipt[36] != ':') {
     throw error(errc::invalid_argument,
@@ -153,15 +167,7 @@ struct queue::impl {
   }
 
   void quarantine(const detail::claimed_row& row, const std::string& receipt, const std::string& reason) {
-    const std::string text = truncate_utf8(reason, 1000);
-    try {
-      st->quarantine(opts.name, row.id, receipt, text, {});
-      spool::detail::log().warn("message moved to queue_messages_failed (queue {}, message id {}, reason {})", shown,
-                                row.id, text);
-    } catch (const std::exception& e) {
-      spool::detail::log().warn("could not move a message to queue_messages_failed (queue {}, message id {}, error {})",
-                                shown, row.id, e.what());
-    }
+    detail::quarantine_row(*st, opts.name, shown, row.id, receipt, reason);
   }
 
   bool release(std::string_view receipt, std::chrono::seconds delay, std::atomic<std::uint64_t>& counter,

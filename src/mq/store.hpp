@@ -81,6 +81,13 @@ class store {
 std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema, bool notify);
 std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db);
 
+// Quarantines one row claimed with `receipt` (§5.2): cuts `reason` to 1000 bytes on a code-point boundary
+// (§3.4), moves the row and logs WARN with the stored text. Never throws: a failure is logged and leaves the
+// row claimed. `shown` is the queue name as logs show it (password redacted). A free function, not a queue
+// member, so tests can drive the cut with a reason longer than any the queue produces today.
+void quarantine_row(store& st, const std::string& queue, const std::string& shown, const std::string& id,
+                    const std::string& receipt, const std::string& reason);
+
 // Transactional inserts on a caller's connection (never commit).
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
                                   const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify,

@@ -25,9 +25,11 @@ namespace spool::test {
 namespace {
 
 // Starts exe with args; stdin/stdout/stderr opened from the given files. With
-// own_group the child leads a new process group.
+// own_group the child leads a new process group. A non-empty cwd is the
+// child's working directory (entered after the files are opened).
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::filesystem::path& in,
-            const std::filesystem::path& out, const std::filesystem::path& err, bool own_group) {
+            const std::filesystem::path& out, const std::filesystem::path& err, bool own_group,
+            const std::filesystem::path& cwd = {}) {
   std::vector<char*> argv{const_cast<char*>(exe.c_str())};
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -37,6 +39,7 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const 
   posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   if (own_group) {
@@ -75,10 +78,15 @@ std::string read_file(const std::filesystem::path& p) {
 }
 
 cli_result run_cli(const std::vector<std::string>& args, const std::string& input) {
+  return run_cli_in({}, args, input);
+}
+
+cli_result run_cli_in(const std::filesystem::path& cwd, const std::vector<std::string>& args,
+                      const std::string& input) {
   static const temp_dir io;  // one scratch directory per process
   const auto in = io.path() / "stdin", out = io.path() / "stdout", err = io.path() / "stderr";
   std::ofstream(in, std::ios::binary) << input;
-  const pid_t pid = spawn(cli_path(), args, in, out, err, false);
+  const pid_t pid = spawn(cli_path(), args, in, out, err, false, cwd);
   cli_result r;
   r.exit_code = exit_code_of(wait_for_exit(pid));
   r.out = read_file(out);

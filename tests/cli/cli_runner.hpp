@@ -34,6 +34,11 @@ struct cli_result {
 // waits for it.
 cli_result run_cli(const std::vector<std::string>& args, const std::string& input = "");
 
+// run_cli with cwd as the binary's working directory (empty: the test's own),
+// for what the CLI resolves against it, such as the default --db.
+cli_result run_cli_in(const std::filesystem::path& cwd, const std::vector<std::string>& args,
+                      const std::string& input = "");
+
 // args followed by more.
 [[nodiscard]] std::vector<std::string> with(std::vector<std::string> args,
                                             const std::vector<std::string>& more);

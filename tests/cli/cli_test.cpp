@@ -4,7 +4,9 @@
 // CTest fixture).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@ using spool::test::count_lines;
 using spool::test::expect_failure;
 using spool::test::expect_json;
 using spool::test::run_cli;
+using spool::test::run_cli_in;
 using spool::test::with;
 
 enum class engine_kind { sqlite, postgres };
@@ -55,6 +58,19 @@ class cli_on_engine : public ::testing::TestWithParam<engine_kind> {
     EXPECT_EQ(run({"mq", "publish", "--queue", "q"}, R"({"id":")" + id + "\"}\n").exit_code, 0);
     const auto polled = expect_json(run({"mq", "poll", "--queue", "q", "--json"}));
     return polled["messages"].at(0)["receipt"].get<std::string>();
+  }
+
+  std::int64_t visible_at(const std::string& id) {
+    const std::string q = "SELECT visible_at FROM queue_messages WHERE id = '" + id + "'";
+    const auto rows = GetParam() == engine_kind::sqlite ? spool::test::sqlite_query(uri_, q)
+                                                        : spool::test::pg_query(uri_, q);
+    return std::stoll(rows.at(0).at(0).value());
+  }
+
+  static std::int64_t now_s() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
 
   spool::test::temp_dir dir_;
@@ -220,6 +236,46 @@ TEST_P(cli_on_engine, AnInvalidDurationIsInvalidArgumentNamingTheFlag) {
   EXPECT_EQ(expect_json(run({"mq", "metrics", "--queue", "q", "--json"}))["delayed"], 1);
 }
 
+TEST_P(cli_on_engine, PublishFileReadsOneMessagePerLineFromTheFileNotStdin) {
+  const auto file = dir_.path() / "messages.jsonl";
+  std::ofstream(file, std::ios::binary) << two_lines;
+  const auto doc = expect_json(run({"mq", "publish", "--queue", "q", "--file", file.string(), "--json"},
+                                   R"({"id":"from-stdin"})"
+                                   "\n"));
+  EXPECT_EQ(doc, json::parse(R"({"ids":["m1","m2"],"inserted":[true,true]})"));
+  EXPECT_EQ(expect_json(run({"mq", "metrics", "--queue", "q", "--json"}))["pending"], 2);
+  const auto missing = (dir_.path() / "no-such.jsonl").string();
+  const auto r = run({"mq", "publish", "--queue", "q", "--file", missing, "--json"});
+  expect_failure(r, 1, "spool: invalid_argument");
+  EXPECT_NE(r.err.find("--file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+}
+
+TEST_P(cli_on_engine, PollVisibilityIsTheClaimsWindowAndTheDefaultIsThirtySeconds) {
+  ASSERT_EQ(run({"mq", "publish", "--queue", "q"}, R"({"id":"long"})"
+                                                   "\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(run({"mq", "publish", "--queue", "q2"}, R"({"id":"default"})"
+                                                    "\n")
+                .exit_code,
+            0);
+  // visible_at is the claim's whole-second clock plus the window, so it lies
+  // between the window added to the clock read before and after the command.
+  const auto before = now_s();
+  ASSERT_EQ(
+      expect_json(run({"mq", "poll", "--queue", "q", "--visibility", "1h", "--json"}))["messages"].size(),
+      1u);
+  ASSERT_EQ(expect_json(run({"mq", "poll", "--queue", "q2", "--json"}))["messages"].size(), 1u);
+  const auto after = now_s();
+  const auto long_until = visible_at("long");
+  EXPECT_GE(long_until, before + 3600);
+  EXPECT_LE(long_until, after + 3600);
+  const auto default_until = visible_at("default");
+  EXPECT_GE(default_until, before + 30);
+  EXPECT_LE(default_until, after + 30);
+}
+
 std::string engine_name(const ::testing::TestParamInfo<engine_kind>& info) {
   return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
 }
@@ -245,6 +301,35 @@ TEST(cli, MigratePrintForPostgresPrintsSqlWithoutConnecting) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("CREATE TABLE IF NOT EXISTS"), std::string::npos);
   EXPECT_NE(r.out.find("queue_messages"), std::string::npos);
+}
+
+TEST(cli, MigratePrintForSqlitePrintsSqlWithoutCreatingTheFile) {
+  const spool::test::temp_dir dir;
+  const auto file = dir.path() / "never.db";
+  const auto r = run_cli({"migrate", "--print", "--db", "sqlite:" + file.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("CREATE TABLE IF NOT EXISTS queue_messages"), std::string::npos) << r.out;
+  const auto doc = expect_json(run_cli({"migrate", "--print", "--json", "--db", "sqlite:" + file.string()}));
+  EXPECT_EQ(doc["engine"], "sqlite");
+  EXPECT_EQ(doc["script"].get<std::string>() + (r.out.ends_with("\n") ? "" : "\n"), r.out)
+      << "--json carries the same script";
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+TEST(cli, WithoutDbTheDatabaseIsSpoolDbInTheWorkingDirectory) {
+  const spool::test::temp_dir cwd;
+  const auto applied = expect_json(run_cli_in(cwd.path(), {"migrate", "--json"}));
+  EXPECT_FALSE(applied["applied"].empty());
+  ASSERT_TRUE(std::filesystem::exists(cwd.path() / "spool.db"));
+  EXPECT_EQ(expect_json(run_cli_in(cwd.path(), {"mq", "publish", "--queue", "q", "--json"},
+                                   R"({"id":"here"})"
+                                   "\n")),
+            json::parse(R"({"ids":["here"],"inserted":[true]})"));
+  const auto rows = spool::test::sqlite_query((cwd.path() / "spool.db").string(),
+                                              "SELECT queue_name, id FROM queue_messages");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], "q");
+  EXPECT_EQ(rows[0][1], "here");
 }
 
 TEST(cli, AConnectionFailureNeverShowsThePassword) {

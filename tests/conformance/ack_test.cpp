@@ -60,31 +60,53 @@ TEST_P(mq_ack, a_nack_with_a_delay_hides_the_row_for_that_long_and_keeps_its_rec
 
 TEST_P(mq_ack, nack_and_defer_have_the_same_effect_and_count_only_when_a_row_matched) {
   auto q = make_queue();
-  q->publish_batch({msg("a"), msg("b")});
+  q->publish_batch({msg("a"), msg("b"), msg("c"), msg("d")});
   auto got = q->poll(10);
-  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(got.size(), 4u);
+  // The same database effect: with the same delay, the nacked and the
+  // deferred row end up alike — unclaimed, visible from now + delay (whole
+  // seconds, so bounded by the clock read around the calls), count unchanged.
+  const auto before = unix_now();
   EXPECT_TRUE(q->nack(got[0].receipt));
   EXPECT_TRUE(q->defer(got[1].receipt));
+  EXPECT_TRUE(q->nack(got[2].receipt, 600s));
+  EXPECT_TRUE(q->defer(got[3].receipt, 600s));
+  const auto after = unix_now();
+  const auto state =
+      rows("SELECT id, receipt_handle, visible_at, receive_count FROM queue_messages ORDER BY id");
+  ASSERT_EQ(state.size(), 4u);
+  for (const auto& r : state) {
+    const std::int64_t delay = (*r[0] == "a" || *r[0] == "b") ? 0 : 600;
+    EXPECT_EQ(r[1], std::nullopt) << *r[0];
+    EXPECT_GE(std::stoll(*r[2]), before + delay) << *r[0];
+    EXPECT_LE(std::stoll(*r[2]), after + delay) << *r[0];
+    EXPECT_EQ(*r[3], "1") << *r[0];
+  }
+  ASSERT_EQ(*state[2][0], "c");
+  ASSERT_EQ(*state[3][0], "d");
   EXPECT_FALSE(q->nack(got[0].receipt));
   EXPECT_FALSE(q->defer(got[1].receipt));
-  EXPECT_EQ(count("queue_messages", "receipt_handle IS NULL"), 2);
+  db_->exec("DELETE FROM queue_messages WHERE id IN ('c', 'd')");
   insert_raw("q", "poison", "{x");
   got = q->poll(10);
   EXPECT_EQ(got.size(), 2u);
   for (const auto& d : got) q->ack(d.receipt);
   EXPECT_SPOOL_ERROR(q->ack(got[0].receipt), errc::not_found);
   const auto c = q->counters();
-  EXPECT_EQ(c.nacked, 1u);
-  EXPECT_EQ(c.deferred, 1u);
-  EXPECT_EQ(c.polled, 4u);  // the quarantined row is not counted
+  EXPECT_EQ(c.nacked, 2u);
+  EXPECT_EQ(c.deferred, 2u);
+  EXPECT_EQ(c.polled, 6u);  // the quarantined row is not counted
   EXPECT_EQ(c.acked, 2u);
   EXPECT_EQ(c.identifier, "q");
 }
 
 TEST_P(mq_ack, metrics_keep_the_legacy_meanings_of_pending_and_in_flight) {
-  auto q = make_queue({.visibility_timeout = 1s});
+  // A 3 s window (§10: at least 3 s wherever a lapse matters): with whole-second
+  // timestamps it lasts at least 2 s, so "a" cannot lapse and be re-claimed by
+  // the second poll(1) below, which must take "b".
+  auto q = make_queue({.visibility_timeout = 3s});
   q->publish_batch({msg("a"), msg("b")});
-  ASSERT_EQ(q->poll(1).size(), 1u);
+  ASSERT_EQ(ids(q->poll(1)), std::vector<std::string>{"a"});
   auto m = q->metrics();
   EXPECT_EQ(m.identifier, "q");
   EXPECT_EQ(m.pending, 1);
@@ -92,12 +114,14 @@ TEST_P(mq_ack, metrics_keep_the_legacy_meanings_of_pending_and_in_flight) {
   EXPECT_EQ(m.delayed, 0);
   EXPECT_EQ(m.totals.polled, 1u);
   auto second = q->poll(1);
-  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(ids(second), std::vector<std::string>{"b"});
   EXPECT_TRUE(q->nack(second[0].receipt, 600s));
   m = q->metrics();
   EXPECT_EQ(m.pending, 0);
   EXPECT_EQ(m.delayed, 1);
-  std::this_thread::sleep_for(2100ms);
+  EXPECT_EQ(m.in_flight, 1);
+  EXPECT_EQ(m.expired, 0);
+  std::this_thread::sleep_for(4100ms);  // past "a"'s window, which ends within 3 s of its claim
   m = q->metrics();
   EXPECT_EQ(m.in_flight, 1);  // a lapsed claim stays in flight…
   EXPECT_EQ(m.expired, 1);    // …and is also expired
@@ -105,7 +129,7 @@ TEST_P(mq_ack, metrics_keep_the_legacy_meanings_of_pending_and_in_flight) {
 }
 
 TEST_P(mq_ack, ack_batch_reports_each_receipt_and_deletes_only_fresh_ones) {
-  auto q = make_queue({.visibility_timeout = 1s});
+  auto q = make_queue({.visibility_timeout = 30s});
   q->publish_batch({msg("fresh"), msg("stale")});
   auto got = q->poll(10);
   ASSERT_EQ(got.size(), 2u);

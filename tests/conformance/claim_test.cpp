@@ -10,7 +10,11 @@ using namespace std::chrono_literals;
 using mq_claim = mq_conformance;
 
 TEST_P(mq_claim, honours_delayed_return_is_true_without_connecting) {
-  auto db = database::open("postgresql://nobody@127.0.0.1:1/none");
+  // A database that cannot be reached, so any connection attempt would fail:
+  // an unused port, or a SQLite file in a directory that does not exist.
+  auto db = is_pg() ? database::open("postgresql://nobody@127.0.0.1:1/none")
+                    : database::open("sqlite:/nonexistent-dir/sub/never.db");
+  EXPECT_EQ(db.kind(), GetParam());
   mq::queue q(db, {.name = "q"});
   EXPECT_TRUE(q.honours_delayed_return());
 }

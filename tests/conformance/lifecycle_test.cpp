@@ -1,10 +1,18 @@
 // Configuration, URIs, stop, health and the schema-ownership rule (§2.3, §4,
 // §5.6, §5.7; scenarios 15, 16, 24, 43, 45).
-#include <future>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "conformance/mq_fixture.hpp"
+#include "support/log_capture.hpp"
 
 namespace spool::test {
 
@@ -21,6 +29,79 @@ TEST_P(mq_lifecycle, after_stop_every_operation_raises_stopped_and_healthy_is_fa
   EXPECT_SPOOL_ERROR((void)q->metrics(), errc::stopped);
   EXPECT_FALSE(q->healthy());
   q->stop();  // idempotent
+}
+
+namespace {
+
+// A TCP port on which nothing answers but the kernel completes every connect
+// into the listen backlog, so a test can tell afterwards whether anyone tried
+// to reach it (a PostgreSQL server that was never contacted, or was).
+class silent_listener {
+ public:
+  silent_listener() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    if (fd_ < 0) throw std::runtime_error("socket() failed");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        ::fcntl(fd_, F_SETFL, O_NONBLOCK) != 0) {
+      throw std::runtime_error("cannot listen on 127.0.0.1");
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~silent_listener() { ::close(fd_); }
+  silent_listener(const silent_listener&) = delete;
+  silent_listener& operator=(const silent_listener&) = delete;
+
+  [[nodiscard]] int port() const { return port_; }
+  // True when a connection is waiting in the backlog (it is accepted and closed).
+  bool was_contacted() {
+    const int c = ::accept(fd_, nullptr, nullptr);
+    if (c < 0) return false;
+    ::close(c);
+    return true;
+  }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+TEST_P(mq_lifecycle, after_stop_poll_and_publish_raise_stopped_without_touching_the_database) {
+  // A database this process has never contacted, where any attempt leaves a
+  // trace: a PostgreSQL port nobody answers on, or a SQLite file SQLite would
+  // create on open. (A driver error after stop would also surface as
+  // `stopped`, so the code alone cannot show that nothing was touched.)
+  std::optional<silent_listener> listener;
+  temp_dir dir;
+  const auto file = dir.path() / "never-opened.db";
+  std::string uri = "sqlite:" + file.string();
+  if (is_pg()) {
+    listener.emplace();
+    uri = fmt::format("postgresql://nobody@127.0.0.1:{}/none?connect_timeout=1", listener->port());
+  }
+  auto touched = [&] { return is_pg() ? listener->was_contacted() : std::filesystem::exists(file); };
+  auto db = database::open(uri);
+  {
+    mq::queue q(db, {.name = "q"});
+    q.stop();
+    EXPECT_SPOOL_ERROR((void)q.poll(1), errc::stopped);
+    EXPECT_SPOOL_ERROR((void)q.poll_wait(1, 1s), errc::stopped);
+    EXPECT_SPOOL_ERROR(q.publish(msg("m")), errc::stopped);
+    EXPECT_SPOOL_ERROR((void)q.publish_batch({msg("a"), msg("b")}), errc::stopped);
+  }
+  EXPECT_FALSE(touched());
+  // The trace is real: a live queue's poll does reach the database.
+  mq::queue live(db, {.name = "q"});
+  try {
+    (void)live.poll(1);
+  } catch (const error&) {  // no server / no tables: the attempt is what counts
+  }
+  EXPECT_TRUE(touched());
 }
 
 TEST_P(mq_lifecycle, a_blocked_poll_wait_raises_stopped_when_the_queue_stops) {
@@ -151,10 +232,15 @@ TEST(mq_uris, the_three_uri_forms_pick_their_engine_and_everything_else_is_inval
   }
 }
 
-TEST(mq_uris, passwords_reach_neither_errors_nor_queue_identifiers_shown) {
-  auto db = database::open("postgresql://app:hunter2@127.0.0.1:1/db?connect_timeout=1");
+TEST(mq_uris, passwords_reach_neither_errors_nor_logs_nor_queue_identifiers_shown) {
+  const log_capture logs;
+  const std::string uri = "postgresql://app:hunter2@127.0.0.1:1/db?connect_timeout=1";
+  auto db = database::open(uri);
   EXPECT_EQ(db.display_name().find("hunter2"), std::string::npos);
-  mq::queue q(mq::queue_config{.queue_uri = "postgresql://app:hunter2@127.0.0.1:1/db?connect_timeout=1"});
+  mq::queue q(mq::queue_config{.queue_uri = uri});
+  // The identifier is the queue name, here the URI (legacy rows are keyed by
+  // it); where the queue is shown, in errors and logs, the password is ***.
+  EXPECT_EQ(q.identifier(), uri);
   try {
     (void)q.poll(1);
     ADD_FAILURE() << "expected a connection failure";
@@ -165,9 +251,16 @@ TEST(mq_uris, passwords_reach_neither_errors_nor_queue_identifiers_shown) {
   q.stop();
   try {
     (void)q.poll(1);
+    ADD_FAILURE() << "expected stopped";
   } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::stopped);
+    EXPECT_NE(std::string(e.what()).find("queue \"" + redact_password(uri) + "\" is stopped"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("app:***@"), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
   }
+  EXPECT_TRUE(logs.lines_containing("hunter2").empty());
   EXPECT_EQ(redact_password("host=h password=secret dbname=d"), "host=h password=*** dbname=d");
   EXPECT_SPOOL_ERROR((void)database::open("mysql://u:hunter2@h/db"), errc::invalid_argument);
   try {
@@ -175,6 +268,37 @@ TEST(mq_uris, passwords_reach_neither_errors_nor_queue_identifiers_shown) {
   } catch (const error& e) {
     EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
   }
+}
+
+// PostgreSQL only (trust auth ignores the password, so the URI is live): a
+// queue named by default after a URI with a password logs its quarantines
+// and stale receipts with the password as ***.
+TEST(mq_uris_postgres, a_password_in_a_live_uri_reaches_no_log_line) {
+  const std::string plain = make_pg_database("mq_uris_postgres");
+  const std::string prefix = "postgresql://postgres@";
+  ASSERT_TRUE(plain.starts_with(prefix)) << plain;
+  const std::string uri = "postgresql://postgres:hunter2@" + plain.substr(prefix.size());
+  auto db = database::open(uri);
+  spool::migrate(db);
+  db.exec(
+      "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+      "created_at, receive_count) VALUES ('bad', $1, NULL, NULL, 0, '{broken', 0, 0)",
+      {uri});
+  const log_capture logs;
+  mq::queue q(mq::queue_config{.queue_uri = uri});
+  EXPECT_TRUE(q.poll(10).empty());  // quarantined, logged at WARN
+  mq::message good;
+  good.id = "good";
+  good.mediation_type = "HTTP";
+  good.mediation_target = "https://example.test/hook";
+  (void)q.publish(good);
+  const auto got = q.poll(1);
+  ASSERT_EQ(got.size(), 1u);
+  q.ack(got[0].receipt);
+  EXPECT_FALSE(q.nack(got[0].receipt));  // stale: logged at DEBUG
+  const auto shown = logs.lines_containing(redact_password(uri));
+  EXPECT_EQ(shown.size(), 2u) << "the quarantine and the stale receipt name the queue";
+  for (const auto& line : logs.lines()) EXPECT_EQ(line.text.find("hunter2"), std::string::npos) << line.text;
 }
 
 }  // namespace spool::test

@@ -16,6 +16,7 @@
 #include "spool/migrate.hpp"
 #include "spool/mq/queue.hpp"
 #include "support/expect_error.hpp"
+#include "support/log_capture.hpp"
 #include "support/test_db.hpp"
 
 namespace spool::test {
@@ -27,6 +28,7 @@ inline std::int64_t unix_now() {
 class mq_conformance : public ::testing::TestWithParam<engine> {
  protected:
   void SetUp() override {
+    log_capture::install();
     if (GetParam() == engine::postgres) {
       uri_ = make_pg_database(::testing::UnitTest::GetInstance()->current_test_info()->name());
     } else {

@@ -81,11 +81,20 @@ TEST_P(mq_publish, stored_payloads_use_camel_case_keys_in_table_order_without_nu
 TEST_P(mq_publish, publish_batch_reports_inserted_and_already_present_in_input_order) {
   auto q = make_queue();
   q->publish(msg("old"));
-  const auto r = q->publish_batch({msg("new"), msg("old"), msg("new"), msg("other")});
+  // Two different payloads under one id in one batch: the first wins.
+  mq::message first = msg("new");
+  first.mediation_target = "https://example.test/first";
+  mq::message second = msg("new");
+  second.mediation_target = "https://example.test/second";
+  mq::message old_again = msg("old");
+  old_again.mediation_target = "https://example.test/not-stored";
+  const auto r = q->publish_batch({first, old_again, second, msg("other")});
   EXPECT_EQ(r.ids, (std::vector<std::string>{"new", "old", "new", "other"}));
   using s = mq::publish_status;
   EXPECT_EQ(r.statuses, (std::vector<s>{s::inserted, s::already_present, s::already_present, s::inserted}));
   EXPECT_EQ(count("queue_messages"), 3);
+  EXPECT_EQ(*rows("SELECT payload FROM queue_messages WHERE id = 'new'").at(0).at(0), mq::encode(first));
+  EXPECT_EQ(*rows("SELECT payload FROM queue_messages WHERE id = 'old'").at(0).at(0), mq::encode(msg("old")));
 }
 
 TEST_P(mq_publish, an_encoding_failure_inserts_nothing_and_names_the_message) {

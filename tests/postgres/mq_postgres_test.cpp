@@ -155,19 +155,50 @@ TEST_F(mq_postgres, rows_a_legacy_producer_inserts_drain_and_spool_rows_decode_u
   EXPECT_TRUE(got[1].body.high_priority);
   for (const auto& d : got) q.ack(d.receipt);
 
+  // Spool's own rows: every one of the nine keys set, then the §3.2 decoder
+  // (the legacy rule) reads the stored text back to the same message.
   mq::message m = msg("spool-1", "g");
+  m.pool_code = "P";
   m.auth_token = "tok";
+  m.signing_secret = "sig";
+  m.high_priority = true;
+  m.dispatch_mode = "IMMEDIATE";
   m.extra = {{"custom", "{\"a\":[1,2]}"}};
   (void)q.publish(m);
   const auto payload = *pg_query(uri_, "SELECT payload FROM queue_messages WHERE id = 'spool-1'").at(0).at(0);
   const auto j = nlohmann::json::parse(payload);
   for (const auto& [key, value] : j.items()) EXPECT_FALSE(value.is_null()) << key;
-  EXPECT_TRUE(j["id"].is_string());
-  EXPECT_TRUE(j["authToken"].is_string());
-  EXPECT_TRUE(j["messageGroupId"].is_string());
-  EXPECT_FALSE(j.contains("highPriority"));  // only written when true
-  EXPECT_FALSE(j.contains("signingSecret"));
+  for (const char* key : {"id", "poolCode", "authToken", "signingSecret", "mediationType", "mediationTarget",
+                          "messageGroupId", "dispatchMode"}) {
+    EXPECT_TRUE(j.contains(key) && j[key].is_string()) << key << " in " << payload;
+  }
+  EXPECT_TRUE(j.contains("highPriority") && j["highPriority"].is_boolean()) << payload;
   EXPECT_EQ(j["custom"]["a"][1], 2);
+  EXPECT_EQ(j.size(), 10u);  // the nine keys and the one extra member
+  const auto decoded = mq::decode(payload);
+  ASSERT_TRUE(decoded.ok()) << decoded.error;
+  EXPECT_EQ(*decoded.value, m);
+
+  // Unset optionals are absent, never null; highPriority is written only when true.
+  mq::message sparse = msg("spool-2");
+  (void)q.publish(sparse);
+  const auto sparse_payload =
+      *pg_query(uri_, "SELECT payload FROM queue_messages WHERE id = 'spool-2'").at(0).at(0);
+  const auto k = nlohmann::json::parse(sparse_payload);
+  for (const auto& [key, value] : k.items()) EXPECT_FALSE(value.is_null()) << key;
+  for (const char* key :
+       {"poolCode", "authToken", "signingSecret", "messageGroupId", "highPriority", "dispatchMode"}) {
+    EXPECT_FALSE(k.contains(key)) << key << " in " << sparse_payload;
+  }
+  const auto sparse_decoded = mq::decode(sparse_payload);
+  ASSERT_TRUE(sparse_decoded.ok()) << sparse_decoded.error;
+  EXPECT_EQ(*sparse_decoded.value, sparse);
+
+  // And they drain through the queue as the same messages.
+  const auto mine = q.poll(10);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine[0].body, m);
+  EXPECT_EQ(mine[1].body, sparse);
 }
 
 TEST_F(mq_postgres, ack_nack_defer_and_extend_are_primary_key_index_scans_with_ten_thousand_rows_queued) {
