@@ -155,7 +155,8 @@ struct queue::impl {
   void quarantine(const detail::claimed_row& row, const std::string& receipt, const std::string& reason) {
     const std::string text = truncate_utf8(reason, 1000);
     try {
-      if (st->quarantine(opts.name, row.id, receipt, text, {})) quarantined.fetch_add(1, std::memory_order_relaxed);
+      if (st->quarantine(opts.name, row.id, receipt, text, {}))
+        quarantined.fetch_add(1, std::memory_order_relaxed);
       spool::detail::log().warn("malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})",
                    shown, row.id, text);
     } catch (const std::exception& e) {
@@ -398,8 +399,8 @@ queue_metrics queue::metrics(const call_options& call) {
 }
 
 queue_counters queue::counters() const {
-  return {impl_->opts.name,         impl_->polled.load(),   impl_->acked.load(),
-          impl_->nacked.load(),     impl_->deferred.load(), impl_->quarantined.load()};
+  return {impl_->opts.name,     impl_->polled.load(),   impl_->acked.load(),
+          impl_->nacked.load(), impl_->deferred.load(), impl_->quarantined.load()};
 }
 
 std::vector<failed_message> queue::failed(std::size_t limit, const call_options& call) {
