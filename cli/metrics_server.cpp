@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -62,6 +63,13 @@ metrics_server::metrics_server(std::string_view addr, metrics_endpoint endpoint)
   // Idle keep-alive connections hold a server thread; a short timeout keeps
   // the shutdown at a signal prompt.
   svr.set_keep_alive_timeout(1);
+  // httplib's default sets SO_REUSEPORT, which would let a second command
+  // bind the same port and steal half the scrapes. SO_REUSEADDR only: a
+  // restart can rebind while old connections linger in TIME_WAIT.
+  svr.set_socket_options([](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   svr.Get("/metrics", [ep = endpoint](const httplib::Request&, httplib::Response& res) {
     try {
       res.set_content(ep.metrics(), std::string(spool::prometheus::content_type).c_str());

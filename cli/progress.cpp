@@ -78,7 +78,8 @@ void progress_ticker::run() {
   auto last_tick = started;
   std::optional<std::uint64_t> last_first;
   std::unique_lock lock(mutex_);
-  while (!cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
+  // The first line is drawn at once, so a command shows its status as soon as it starts.
+  do {
     lock.unlock();
     try {
       const auto counts = counts_();
@@ -96,7 +97,7 @@ void progress_ticker::run() {
       // A failed snapshot only skips this redraw: progress never stops the command.
     }
     lock.lock();
-  }
+  } while (!cv_.wait_for(lock, interval_, [this] { return stopping_; }));
 }
 
 }  // namespace spool::cli
