@@ -202,8 +202,35 @@ TEST_P(metrics_endpoint, a_malformed_or_occupied_address_fails_with_one_line_and
   EXPECT_EQ(first.stop(SIGINT), 0) << first.err();
 }
 
+TEST_P(metrics_endpoint, log_level_info_adds_start_and_stop_lines_and_the_default_level_stays_quiet) {
+  const std::vector<std::string> work{"ops", "work", "--type", "x", "--exec", "true", "--db", uri_};
+  cli_process quiet(with(work, {"--metrics-addr", "127.0.0.1:0"}), dir_.path(), "quiet");
+  ASSERT_FALSE(start(quiet).empty()) << quiet.err();
+  EXPECT_EQ(quiet.stop(SIGTERM), 0);
+  EXPECT_EQ(quiet.err().find(" info spool: "), std::string::npos) << quiet.err();
+
+  cli_process chatty(with({"--log-level", "info"}, with(work, {"--metrics-addr", "127.0.0.1:0"})),
+                     dir_.path(), "chatty");
+  ASSERT_FALSE(start(chatty).empty()) << chatty.err();
+  ASSERT_TRUE(eventually([&] {
+    return chatty.err().find(" info spool: ops work: started") != std::string::npos;
+  })) << chatty.err();
+  EXPECT_EQ(chatty.stop(SIGTERM), 0);
+  const auto err = chatty.err();
+  ASSERT_NE(err.find(" info spool: ops work: SIGTERM received, stopping"), std::string::npos) << err;
+  EXPECT_LT(err.find(" info spool: ops work: started"),
+            err.find(" info spool: ops work: SIGTERM received, stopping"))
+      << err;
+}
+
 INSTANTIATE_TEST_SUITE_P(engines, metrics_endpoint, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "postgres" : "sqlite"; });
+
+TEST(cli_log_level, an_unknown_level_is_a_usage_error) {
+  const auto r = spool::test::run_cli({"ops", "stats", "--log-level", "loud"});
+  spool::test::expect_failure(
+      r, 2, "spool: usage: --log-level loud: expected trace, debug, info, warn, error or off");
+}
 
 // On a terminal (script(1) gives the command a pseudo-terminal) the progress
 // line is drawn and erased before the summary; with --json nothing is drawn.
