@@ -162,7 +162,9 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   };
   auto server = serve_metrics(a.metrics_addr,
                               {.metrics = scrape, .health = [&] { return relay_health_report(r.health()); }});
-  auto ticker = std::make_unique<progress_ticker>(progress_wanted(ctx.json), "relay", [&r] {
+  // The stdout sink writes its documents to the terminal: a status line would tangle with them.
+  const bool show_progress = progress_wanted(ctx.json) && a.sink != "stdout";
+  auto ticker = std::make_unique<progress_ticker>(show_progress, "relay", [&r] {
     const auto m = r.metrics();
     return std::vector<progress_count>{{"delivered", m.delivered},
                                        {"retried", m.retried},
