@@ -10,6 +10,9 @@
 
 #include "common.hpp"
 #include "exec_command.hpp"
+#include "logging.hpp"
+#include "metrics_server.hpp"
+#include "progress.hpp"
 #include "signal_scope.hpp"
 #include "spool/mq/consumer.hpp"
 #include "spool/mq/queue.hpp"
@@ -21,7 +24,11 @@ namespace {
 struct work_args {
   std::string queue, schema, exec, visibility;
   std::size_t concurrency = 4;
+  std::string metrics_addr;  // --metrics-addr
 };
+
+// A scrape's database reads give up after this, so a slow database cannot pile up scrapes.
+constexpr std::chrono::seconds backlog_budget{2};
 
 void run_work(cli_context& ctx, const work_args& a) {
   signal_scope signals;
@@ -42,9 +49,37 @@ void run_work(cli_context& ctx, const work_args& a) {
           throw std::runtime_error(fmt::format("exit {}: {}", r.exit_code, r.stderr_tail));
       },
       {.concurrency = a.concurrency});
+  // Operability: the --metrics-addr endpoint and the progress line (both stop before the summary).
+  using namespace spool::prometheus;
+  const labels queue_label{{"queue", a.queue}};
+  const auto scrape = [&] {
+    text_writer w;
+    write(w, c.metrics(), queue_label);
+    write_backlog(w, queue_label,
+                  [&] { write(w, q.metrics(spool::call_options::within(backlog_budget)), queue_label); });
+    return w.str();
+  };
+  const auto health = [&] {
+    const bool ok = q.healthy();
+    return health_report{ok,
+                         ojson{{"status", ok ? "ok" : "database unreachable"}, {"queue", a.queue}}.dump()};
+  };
+  auto server = serve_metrics(a.metrics_addr, {.metrics = scrape, .health = health});
+  auto ticker = std::make_unique<progress_ticker>(progress_wanted(ctx.json), "mq work", [&c] {
+    const auto m = c.metrics();
+    return std::vector<progress_count>{{"acked", m.acked},
+                                       {"nacked", m.nacked},
+                                       {"quarantined", m.quarantined},
+                                       {"in flight", static_cast<std::uint64_t>(m.in_flight)}};
+  });
+
   c.start();
+  log().info("mq work: started on queue {} with {} workers", a.queue, a.concurrency);
   const int sig = signals.wait();
+  log().info("mq work: {} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
   c.stop();
+  ticker.reset();
+  server.reset();
   const auto s = c.stats();
   if (ctx.json) {
     emit_json(ctx, ojson{{"queue", a.queue},
@@ -84,6 +119,7 @@ void add_mq_work_command(CLI::App& mq, cli_context& ctx) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
       ->capture_default_str();
   work->add_option("--visibility", a->visibility, "Claim window [default: 30s] (a bare integer is seconds)");
+  add_metrics_option(*work, a->metrics_addr);
   add_connection_options(*work, ctx);
   work->callback([&ctx, a] { ctx.action = [&ctx, a] { run_work(ctx, *a); }; });
 }

@@ -14,6 +14,9 @@
 
 #include "common.hpp"
 #include "exec_command.hpp"
+#include "logging.hpp"
+#include "metrics_server.hpp"
+#include "progress.hpp"
 #include "signal_scope.hpp"
 #include "spool/ops/queue.hpp"
 #include "spool/ops/worker_pool.hpp"
@@ -29,7 +32,11 @@ struct ops_work_args {
   std::string poll_interval, heartbeat_interval, lease_timeout, rescue_interval, shutdown_deadline,
       cancel_grace, retry_base;
   bool no_rescuer = false;
+  std::string metrics_addr;  // --metrics-addr
 };
+
+// A scrape's database reads give up after this, so a slow database cannot pile up scrapes.
+constexpr std::chrono::seconds backlog_budget{2};
 
 void set_duration(const std::string& text, const char* flag, std::chrono::milliseconds& out) {
   if (!text.empty()) out = parse_duration(text, flag);
@@ -68,9 +75,36 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
       throw std::runtime_error(why);
     });
   }
+  // Operability: the --metrics-addr endpoint and the progress line (both stop before the summary).
+  using namespace spool::prometheus;
+  const auto scrape = [&] {
+    text_writer w;
+    write(w, pool.metrics(), {{"owner", pool.owner()}});
+    const labels table{{"table", a.table}};
+    write_backlog(w, table, [&] { write(w, q.stats(spool::call_options::within(backlog_budget)), table); });
+    return w.str();
+  };
+  const auto health = [&] {
+    (void)q.stats(spool::call_options::within(backlog_budget));  // the database answers, else 503
+    return health_report{true, ojson{{"status", "ok"}, {"owner", pool.owner()}}.dump()};
+  };
+  auto server = serve_metrics(a.metrics_addr, {.metrics = scrape, .health = health});
+  auto ticker = std::make_unique<progress_ticker>(progress_wanted(ctx.json), "ops work", [&pool] {
+    const auto m = pool.metrics();
+    const auto t = m.total();
+    return std::vector<progress_count>{{"succeeded", t.succeeded},
+                                       {"failed", t.failed},
+                                       {"retried", t.retried},
+                                       {"in flight", static_cast<std::uint64_t>(m.in_flight)}};
+  });
+
   pool.start();
+  log().info("ops work: started, owner {}, types {}", pool.owner(), fmt::join(a.types, ","));
   const int sig = signals.wait();
+  log().info("ops work: {} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
   const auto report = pool.stop();
+  ticker.reset();
+  server.reset();
   const auto m = pool.metrics();
   const auto t = m.total();
   const char* by = sig == SIGINT ? "SIGINT" : "SIGTERM";
@@ -143,6 +177,7 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
                    "Graceful stop: wait this long [default: 30s]");
   work->add_option("--cancel-grace", a->cancel_grace, "Then SIGTERM, and SIGKILL after this [default: 5s]");
   work->add_option("--retry-base", a->retry_base, "First retry delay, doubling up to 1 h [default: 30s]");
+  add_metrics_option(*work, a->metrics_addr);
   add_connection_options(*work, ctx);
   work->callback([&ctx, a] { ctx.action = [&ctx, a] { run_ops_work(ctx, *a); }; });
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "progress.hpp"
 #include "spool/outbox/store.hpp"
 #include "spool/outbox/writer.hpp"
 #include "spool/pg.hpp"
@@ -219,6 +220,9 @@ void run_prune(cli_context& ctx, const outbox_args& a, bool archive) {
   std::vector<std::string> deleted;
   const std::size_t batch = s.options().max_admin_batch;
   std::optional<cutoff> cut;
+  // Batches of max_admin_batch rows: a long prune shows its count on a terminal.
+  progress_line progress(progress_wanted(ctx.json));
+  const auto began = std::chrono::steady_clock::now();
   for (;;) {
     std::size_t want = batch;
     if (a.limit != 0) want = std::min(batch, a.limit - deleted.size());
@@ -233,7 +237,13 @@ void run_prune(cli_context& ctx, const outbox_args& a, bool archive) {
     }
     deleted.insert(deleted.end(), got.begin(), got.end());
     if (got.size() < want) break;
+    const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began);
+    progress.show(format_progress(
+        archive ? "outbox archive" : "outbox prune",
+        std::chrono::duration_cast<std::chrono::seconds>(elapsed), {{"deleted", deleted.size()}},
+        elapsed.count() > 0 ? std::optional(deleted.size() / elapsed.count()) : std::nullopt));
   }
+  progress.clear();
   if (ctx.json) {
     emit_json(ctx, ojson{{"deleted", deleted}});
   } else {

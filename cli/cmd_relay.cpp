@@ -12,6 +12,9 @@
 #include <stdexcept>
 
 #include "common.hpp"
+#include "logging.hpp"
+#include "metrics_server.hpp"
+#include "progress.hpp"
 #include "signal_scope.hpp"
 #include "spool/outbox/relay.hpp"
 #include "spool/outbox/sink.hpp"
@@ -28,6 +31,7 @@ struct relay_args {
   std::string lease, poll_interval, shutdown_grace;
   std::uint32_t max_attempts = 25;
   webhook_flags webhook;
+  std::string metrics_addr;  // --metrics-addr (operability block in run_relay)
 };
 
 [[noreturn]] void usage(const std::string& message) {
@@ -113,6 +117,24 @@ std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::d
   usage(fmt::format("--sink {}: expected stdout, file:PATH, exec:CMD, http:URL or mq:QUEUE", spec));
 }
 
+// A scrape's database reads give up after this, so a slow database cannot pile up scrapes.
+constexpr std::chrono::seconds backlog_budget{2};
+
+// /healthz: healthy while the relay runs and its last store call succeeded.
+// An open breaker (the sink is down) is reported but is not unhealthy:
+// restarting the relay would not bring the sink back.
+health_report relay_health_report(const spool::outbox::relay_health& h) {
+  const bool ok = h.running && h.store_ok;
+  return {ok, ojson{{"status", ok ? "ok" : (h.running ? "store failing" : "not running")},
+                    {"running", h.running},
+                    {"store_ok", h.store_ok},
+                    {"sink_ok", h.sink_ok},
+                    {"breaker", std::string(spool::outbox::to_string(h.breaker))},
+                    {"last_store_error", h.last_store_error},
+                    {"last_sink_error", h.last_sink_error}}
+                  .dump(-1, ' ', false, ojson::error_handler_t::replace)};
+}
+
 void run_relay(cli_context& ctx, const relay_args& a) {
   using namespace spool::outbox;
   signal_scope signals({SIGINT, SIGTERM, SIGHUP});
@@ -138,14 +160,42 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   if (!a.shutdown_grace.empty()) ro.shutdown_grace = parse_duration(a.shutdown_grace, "--shutdown-grace");
   auto sink = make_sink(a.sink, db, a);
   relay r(st, sink, ro);
+
+  // Operability: the --metrics-addr endpoint and the progress line (both stop before the summary).
+  using namespace spool::prometheus;
+  const auto scrape = [&] {
+    text_writer w;
+    write(w, r.metrics(), {{"owner", r.owner()}, {"table", a.table}});
+    const labels table{{"table", a.table}};
+    write_backlog(w, table,
+                  [&] { write(w, st.backlog(spool::call_options::within(backlog_budget)), table); });
+    return w.str();
+  };
+  auto server = serve_metrics(a.metrics_addr,
+                              {.metrics = scrape, .health = [&] { return relay_health_report(r.health()); }});
+  // The stdout sink writes its documents to the terminal: a status line would tangle with them.
+  const bool show_progress = progress_wanted(ctx.json) && a.sink != "stdout";
+  auto ticker = std::make_unique<progress_ticker>(show_progress, "relay", [&r] {
+    const auto m = r.metrics();
+    return std::vector<progress_count>{{"delivered", m.delivered},
+                                       {"retried", m.retried},
+                                       {"dead-lettered", m.dead_lettered},
+                                       {"in flight", static_cast<std::uint64_t>(m.in_flight)}};
+  });
+
   r.start();
+  log().info("relay: started, owner {}, table {}", r.owner(), a.table);
   int sig = 0;
   for (;;) {
     sig = signals.wait();
     if (sig != SIGHUP) break;
+    log().info("relay: SIGHUP received, reopening the sink");
     sink->reopen();
   }
+  log().info("relay: {} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
   r.stop();
+  ticker.reset();
+  server.reset();
   const auto m = r.metrics();
   const char* by = sig == SIGINT ? "SIGINT" : "SIGTERM";
   // With the stdout sink, stdout carries the delivery documents: the summary goes to stderr.
@@ -222,6 +272,7 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
   cmd->add_option("--header", a->webhook.headers, "http: 'Name: value' sent with every request (repeatable)");
   cmd->add_option("--schema", a->schema, "PostgreSQL schema of the outbox [default: current_schema()]");
   cmd->add_option("--outbox-table", a->table, "The outbox table [default: outbox_messages]");
+  add_metrics_option(*cmd, a->metrics_addr);
   add_connection_options(*cmd, ctx);
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { run_relay(ctx, *a); }; });
 }

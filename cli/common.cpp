@@ -119,6 +119,9 @@ void add_connection_options(CLI::App& app, cli_context& ctx) {
   app.add_flag(
       "--json", ctx.json,
       "Print one JSON document instead of human-readable text. Accepted anywhere on the command line.");
+  app.add_option("--log-level", ctx.log_level,
+                 "Log to stderr at this level and above: trace, debug, info, warn, error or off "
+                 "[default: warn]. Accepted anywhere on the command line.");
 }
 
 std::string sanitize_message(std::string_view message, std::string_view db_uri) {

@@ -28,6 +28,8 @@ inline constexpr std::string_view default_db_uri = "sqlite:spool.db";
 struct cli_context {
   std::string db_uri{default_db_uri};
   bool json = false;
+  // --log-level: the "spool" logger's level on stderr (cli/logging.hpp).
+  std::string log_level = "warn";
   // Everything meant for stdout. It is written only after the command
   // succeeded, so a failure never leaves a partial document on stdout.
   std::string out;
@@ -58,8 +60,8 @@ void emit_line(cli_context& ctx, std::string_view line);
 // Opens --db. Validates the URI without connecting.
 [[nodiscard]] spool::database open_database(const cli_context& ctx);
 
-// Adds --db and --json to a (sub)command so that its --help lists them. main
-// pre-scans argv for both, so these bindings only document them.
+// Adds --db, --json and --log-level to a (sub)command so that its --help
+// lists them. main pre-scans argv for them, so these bindings only document them.
 void add_connection_options(CLI::App& app, cli_context& ctx);
 
 // "spool: <errc>[/<reason>]: <message>" on one line, with the password of

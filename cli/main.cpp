@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "logging.hpp"
 
 namespace {
 
@@ -25,7 +26,7 @@ struct usage_error {
   std::string message;
 };
 
-// Takes --json and --db out of argv before CLI11 sees it. The contract puts
+// Takes --json, --db and --log-level out of argv before CLI11 sees it. The contract puts
 // them "anywhere on the line", before or after any subcommand; CLI11 binds an
 // option to the (sub)command it follows, so one pre-scan is simpler and more
 // robust than defining and merging them at every level.
@@ -41,6 +42,13 @@ std::vector<std::string> prescan(int argc, char** argv, spool::cli::cli_context&
       ctx.db_uri = argv[++i];
     } else if (arg.starts_with("--db=")) {
       ctx.db_uri = std::string(arg.substr(5));
+    } else if (arg == "--log-level" || arg.starts_with("--log-level=")) {
+      if (arg == "--log-level" && i + 1 >= argc) throw usage_error{"--log-level requires a level"};
+      ctx.log_level = arg == "--log-level" ? argv[++i] : std::string(arg.substr(12));
+      if (!spool::cli::valid_log_level(ctx.log_level)) {
+        throw usage_error{"--log-level " + ctx.log_level +
+                          ": expected trace, debug, info, warn, error or off"};
+      }
     } else {
       rest.emplace_back(arg);
     }
@@ -63,10 +71,12 @@ int run(int argc, char** argv) {
     return usage_failure(e.message);
   }
 
+  spool::cli::setup_logging(ctx.log_level);
+
   CLI::App app{"spool — durable message queues on PostgreSQL and SQLite", "spool"};
   app.require_subcommand(1);
   app.footer(
-      "Every command takes --db URI and --json anywhere on its line.\n"
+      "Every command takes --db URI, --json and --log-level LEVEL anywhere on its line.\n"
       "Exit status: 0 success, 1 a Spool error (one line on stderr: spool: <errc>[/<reason>]: <message>), "
       "2 a usage error.\n"
       "Durations: a bare integer is seconds; ms, s, m, h, d suffixes are accepted (500ms, 1d).");

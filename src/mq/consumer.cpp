@@ -59,6 +59,7 @@ struct consumer::impl {
     track(d.receipt, true);
     bool ok = true;
     std::string why;
+    const auto began = std::chrono::steady_clock::now();
     try {
       handler(d);
     } catch (const std::exception& e) {
@@ -67,6 +68,11 @@ struct consumer::impl {
     } catch (...) {
       ok = false;
       why = "unknown exception";
+    }
+    {
+      std::lock_guard lock(mutex);
+      handler_latency.observe(std::chrono::steady_clock::now() - began);
+      if (!ok) ++failed;
     }
     // Outcomes are recorded even while stopping: they carry no stop token. The
     // claim stays tracked (and extended) until its outcome is recorded.
@@ -159,6 +165,12 @@ struct consumer::impl {
   bool started = false, stopped = false;
   std::mutex lifecycle;
   std::atomic<std::uint64_t> delivered{0}, acked{0}, nacked{0}, outcome_errors{0}, poll_errors{0};
+  // Under mutex: the histogram and its failure count change together.
+  latency_histogram handler_latency;
+  std::uint64_t failed = 0;
+  // The queue's quarantine counter when start() ran (read by metrics() without the lifecycle lock).
+  std::atomic<std::uint64_t> quarantined_at_start{0};
+  std::atomic<bool> counting{false};
 };
 
 consumer::consumer(queue& q, message_handler handler, consumer_options options)
@@ -170,6 +182,8 @@ void consumer::start() {
   std::lock_guard lock(impl_->lifecycle);
   if (impl_->started || impl_->stopped) throw error(errc::invalid_state, "consumer already started or stopped");
   impl_->started = true;
+  impl_->quarantined_at_start = impl_->q.counters().quarantined;
+  impl_->counting = true;
   impl_->keeper = std::jthread([this](const std::stop_token& st) { impl_->keep_claims(st); });
   for (std::size_t i = 0; i < impl_->opts.concurrency; ++i) {
     impl_->workers.emplace_back([this](const std::stop_token& st) { impl_->work(st); });
@@ -192,6 +206,22 @@ void consumer::stop() {
 consumer_stats consumer::stats() const {
   return {impl_->delivered.load(), impl_->acked.load(), impl_->nacked.load(), impl_->outcome_errors.load(),
           impl_->poll_errors.load()};
+}
+
+consumer_metrics consumer::metrics() const {
+  consumer_metrics m;
+  m.claimed = impl_->delivered.load();
+  m.acked = impl_->acked.load();
+  m.nacked = impl_->nacked.load();
+  m.outcome_errors = impl_->outcome_errors.load();
+  m.poll_errors = impl_->poll_errors.load();
+  const auto quarantined = impl_->q.counters().quarantined;
+  std::lock_guard lock(impl_->mutex);
+  m.failed = impl_->failed;
+  m.handler_latency = impl_->handler_latency;
+  m.in_flight = static_cast<std::int64_t>(impl_->in_flight.size());
+  if (impl_->counting) m.quarantined = quarantined - impl_->quarantined_at_start;
+  return m;
 }
 
 }  // namespace spool::mq

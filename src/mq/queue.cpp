@@ -88,17 +88,19 @@ void check_queue_name(const std::string& name) {
 
 }  // namespace
 
-void detail::quarantine_row(store& st, const std::string& queue, const std::string& shown,
+bool detail::quarantine_row(store& st, const std::string& queue, const std::string& shown,
                             const std::string& id, const std::string& receipt, const std::string& reason) {
   const std::string text = truncate_utf8(reason, 1000);
   try {
-    st.quarantine(queue, id, receipt, text, {});
+    if (!st.quarantine(queue, id, receipt, text, {})) return false;  // the claim was gone: nothing moved
     spool::detail::log().warn(
         "malformed message moved to queue_messages_failed (queue {}, message id {}, reason {})", shown, id,
         text);
+    return true;
   } catch (const std::exception& e) {
     spool::detail::log().warn("could not quarantine malformed message (queue {}, message id {}, error {})",
                               shown, id, e.what());
+    return false;
   }
 }
 
@@ -167,7 +169,9 @@ struct queue::impl {
   }
 
   void quarantine(const detail::claimed_row& row, const std::string& receipt, const std::string& reason) {
-    detail::quarantine_row(*st, opts.name, shown, row.id, receipt, reason);
+    if (detail::quarantine_row(*st, opts.name, shown, row.id, receipt, reason)) {
+      quarantined.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   bool release(std::string_view receipt, std::chrono::seconds delay, std::atomic<std::uint64_t>& counter,
@@ -197,7 +201,7 @@ struct queue::impl {
   bool stopped = false;
   int running = 0;
 
-  std::atomic<std::uint64_t> polled{0}, acked{0}, nacked{0}, deferred{0};
+  std::atomic<std::uint64_t> polled{0}, acked{0}, nacked{0}, deferred{0}, quarantined{0};
 };
 
 queue::queue(database db, queue_options options) : impl_(std::make_unique<impl>(std::move(db), std::move(options), false)) {}
@@ -404,7 +408,8 @@ queue_metrics queue::metrics(const call_options& call) {
 }
 
 queue_counters queue::counters() const {
-  return {impl_->opts.name, impl_->polled.load(), impl_->acked.load(), impl_->nacked.load(), impl_->deferred.load()};
+  return {impl_->opts.name,     impl_->polled.load(),   impl_->acked.load(),
+          impl_->nacked.load(), impl_->deferred.load(), impl_->quarantined.load()};
 }
 
 std::vector<failed_message> queue::failed(std::size_t limit, const call_options& call) {

@@ -85,7 +85,7 @@ std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db);
 // (§3.4), moves the row and logs WARN with the stored text. Never throws: a failure is logged and leaves the
 // row claimed. `shown` is the queue name as logs show it (password redacted). A free function, not a queue
 // member, so tests can drive the cut with a reason longer than any the queue produces today.
-void quarantine_row(store& st, const std::string& queue, const std::string& shown, const std::string& id,
+bool quarantine_row(store& st, const std::string& queue, const std::string& shown, const std::string& id,
                     const std::string& receipt, const std::string& reason);
 
 // Transactional inserts on a caller's connection (never commit).

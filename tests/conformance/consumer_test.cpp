@@ -81,6 +81,32 @@ TEST_P(mq_consumer, stop_lets_a_running_handler_finish_and_records_its_outcome) 
   EXPECT_SPOOL_ERROR(c.start(), errc::invalid_state);
 }
 
+TEST_P(mq_consumer, metrics_count_claims_outcomes_handler_failures_quarantines_and_handler_latency) {
+  auto q = make_queue({.visibility_timeout = 30s, .poll_interval = 100ms});
+  q->publish_batch({msg("ok-1"), msg("ok-2"), msg("flaky")});
+  insert_raw("q", "poison", "{ not json");
+  mq::consumer c(
+      *q,
+      [&](const mq::delivered_message& d) {
+        if (d.broker_message_id == "flaky" && d.receive_count == 1) throw std::runtime_error("transient");
+      },
+      {.concurrency = 2, .idle_wait = 200ms, .retry_jitter = 0});
+  EXPECT_EQ(c.metrics().claimed, 0u);
+  c.start();
+  for (int i = 0; i < 100 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
+  c.stop();
+  const auto m = c.metrics();
+  EXPECT_EQ(m.claimed, 4u);  // ok-1, ok-2, flaky twice
+  EXPECT_EQ(m.acked, 3u);
+  EXPECT_EQ(m.nacked, 1u);
+  EXPECT_EQ(m.failed, 1u);
+  EXPECT_EQ(m.quarantined, 1u);
+  EXPECT_EQ(m.outcome_errors, 0u);
+  EXPECT_EQ(m.in_flight, 0);
+  EXPECT_EQ(m.handler_latency.count, 4u);  // every handler call, failed or not
+  EXPECT_EQ(m.handler_latency.cumulative(m.handler_latency.buckets.size() - 1), 4u);
+}
+
 SPOOL_BOTH_ENGINES(mq_consumer);
 
 }  // namespace spool::test

@@ -13,6 +13,7 @@
 #include <memory>
 #include <stop_token>
 
+#include "spool/metrics.hpp"
 #include "spool/mq/queue.hpp"
 
 namespace spool::mq {
@@ -32,6 +33,20 @@ struct consumer_stats {
   std::uint64_t delivered = 0, acked = 0, nacked = 0, outcome_errors = 0, poll_errors = 0;
 };
 
+// The consumer's metrics snapshot (docs/METRICS.md, "Message queue"). Counters
+// grow from zero for the life of the consumer.
+struct consumer_metrics {
+  std::uint64_t claimed = 0;          // messages handed to the handler
+  std::uint64_t acked = 0;            // handler returned, ack recorded
+  std::uint64_t nacked = 0;           // handler threw, nack with backoff recorded
+  std::uint64_t failed = 0;           // handler threw (whether or not the nack was recorded)
+  std::uint64_t quarantined = 0;      // poison rows the queue's polls moved aside since start()
+  std::uint64_t outcome_errors = 0;   // ack or nack calls that failed
+  std::uint64_t poll_errors = 0;      // poll calls that failed (retried after 500 ms)
+  std::int64_t in_flight = 0;         // handlers running now
+  latency_histogram handler_latency;  // handler start to return, whatever the outcome
+};
+
 class consumer {
  public:
   // q must outlive the consumer. Errors: invalid_argument (concurrency 0, no handler).
@@ -46,6 +61,10 @@ class consumer {
   // outcomes, then joins every thread. Idempotent.
   void stop();
   [[nodiscard]] consumer_stats stats() const;
+  // A consistent snapshot; safe from any thread, also after stop().
+  // quarantined counts the queue object's quarantines (queue_counters) since
+  // start(), so it includes other polls made through the same queue object.
+  [[nodiscard]] consumer_metrics metrics() const;
 
   // The nack delay after a failed delivery numbered receive_count (§5.9), before jitter.
   [[nodiscard]] static std::chrono::seconds backoff(std::int64_t receive_count, std::chrono::seconds cap);

@@ -98,6 +98,7 @@ enum class ack_status { acked, not_found };
 struct queue_counters {
   std::string identifier;
   std::uint64_t polled = 0, acked = 0, nacked = 0, deferred = 0;
+  std::uint64_t quarantined = 0;  // rows this object's polls moved to queue_messages_failed (§5.2)
 };
 
 struct queue_metrics {
