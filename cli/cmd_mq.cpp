@@ -53,7 +53,7 @@ spool::error invalid(const std::string& message) {
 // Returned as a prvalue: a queue can be neither copied nor moved.
 spool::mq::queue make_queue(const cli_context& ctx, const mq_args& a, std::chrono::seconds visibility = 0s) {
   return spool::mq::queue(open_database(ctx),
-                          {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema});
+                          {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
 }
 
 std::chrono::seconds optional_seconds(const std::string& text, std::string_view flag) {
@@ -296,6 +296,7 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
   publish->add_option("--delay", a->delay,
                       fmt::format("Make the messages visible after this delay ({})", duration_help));
   publish->add_option("--file", a->file, "Read messages from this file instead of stdin (- is stdin)");
+  add_notify_option(*publish, ctx);
   on_parsed(publish, ctx, a, run_publish);
 
   auto* poll =

@@ -45,6 +45,7 @@ spool::ops::queue open_queue(const cli_context& ctx, const ops_args& a) {
   spool::ops::queue_options options;
   options.schema = a.schema;
   options.table = a.table;
+  options.notify = ctx.notify;
   return spool::ops::queue(open_database(ctx), options);
 }
 
@@ -232,6 +233,7 @@ void add_ops_command(CLI::App& app, cli_context& ctx) {
   enqueue->add_flag("--return-existing", a->return_existing,
                     "With a held dedup key, print the holder's id (created false) instead of failing");
   a->payload_opt = enqueue->add_option("--payload", a->payload, "The payload, a JSON object [default: stdin]");
+  add_notify_option(*enqueue, ctx);
   on_parsed(enqueue, ctx, a, run_enqueue);
 
   auto* get = add_leaf(*ops, ctx, *a, "get", "Show one op", op_shape);

@@ -47,6 +47,7 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
   spool::ops::queue_options qo;
   qo.schema = a.schema;
   qo.table = a.table;
+  qo.notify = ctx.notify;
   spool::database db = open_database(ctx);
   spool::ops::queue q(db, qo);  // connects and checks the schema: fail fast
   spool::ops::worker_pool_options po;
@@ -178,6 +179,7 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
   work->add_option("--cancel-grace", a->cancel_grace, "Then SIGTERM, and SIGKILL after this [default: 5s]");
   work->add_option("--retry-base", a->retry_base, "First retry delay, doubling up to 1 h [default: 30s]");
   add_metrics_option(*work, a->metrics_addr);
+  add_notify_option(*work, ctx);
   add_connection_options(*work, ctx);
   work->callback([&ctx, a] { ctx.action = [&ctx, a] { run_ops_work(ctx, *a); }; });
 }

@@ -78,7 +78,7 @@ void run_write(cli_context& ctx, const outbox_args& a) {
   p.idempotency_key = a.idempotency_key;
   const envelope e = envelope_builder().build(std::move(p));
   // A repeated idempotency key is reported as "skipped", not as an error.
-  writer w(db, {.config = config_of(a), .on_idempotency_conflict = idempotency_policy::skip});
+  writer w(db, {.config = config_of(a), .on_idempotency_conflict = idempotency_policy::skip, .notify = ctx.notify});
   insert_result r;
   if (db.kind() == engine::postgres) {
     pg::tx tx(db);
@@ -267,6 +267,7 @@ void add_outbox_command(CLI::App& app, cli_context& ctx) {
 
   auto* write = group->add_subcommand("write", "Insert one envelope (payload read verbatim from stdin) and commit");
   add_table_options(*write, ctx, *a);
+  add_notify_option(*write, ctx);
   write->add_option("--topic", a->topic, "Routing topic")->required();
   write->add_option("--key", a->key, "Ordering key");
   write->add_option("--idempotency-key", a->idempotency_key, "Idempotency key");

@@ -82,7 +82,7 @@ std::vector<std::string> split_words(std::string_view cmd) {
 }
 
 std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::database& db,
-                                               const relay_args& a) {
+                                               const relay_args& a, bool notify) {
   using namespace spool::outbox;
   const auto& w = a.webhook;
   if (!spec.starts_with("http:") &&
@@ -111,6 +111,7 @@ std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::d
     mq_sink_options o;
     o.queue = rest;
     o.schema = a.schema;
+    o.notify = notify;
     return make_mq_sink(db, o);
   }
   if (kind == "http" && !rest.empty()) return make_http_sink(webhook_options(rest, a.webhook));
@@ -147,6 +148,7 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   if (!a.owner.empty()) ro.owner = a.owner;
   ro.max_in_flight = static_cast<std::size_t>(a.concurrency);
   ro.max_attempts = a.max_attempts;
+  ro.notify = ctx.notify;
   ro.max_claims = std::max<std::uint32_t>(ro.max_claims, a.max_attempts);
   if (a.serialization == "key") {
     ro.mode = serialization::by_ordering_key;
@@ -158,7 +160,7 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   if (!a.lease.empty()) ro.lease_duration = parse_duration(a.lease, "--lease");
   if (!a.poll_interval.empty()) ro.poll_interval = parse_duration(a.poll_interval, "--poll-interval");
   if (!a.shutdown_grace.empty()) ro.shutdown_grace = parse_duration(a.shutdown_grace, "--shutdown-grace");
-  auto sink = make_sink(a.sink, db, a);
+  auto sink = make_sink(a.sink, db, a, ctx.notify);
   relay r(st, sink, ro);
 
   // Operability: the --metrics-addr endpoint and the progress line (both stop before the summary).
@@ -273,6 +275,7 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
   cmd->add_option("--schema", a->schema, "PostgreSQL schema of the outbox [default: current_schema()]");
   cmd->add_option("--outbox-table", a->table, "The outbox table [default: outbox_messages]");
   add_metrics_option(*cmd, a->metrics_addr);
+  add_notify_option(*cmd, ctx);
   add_connection_options(*cmd, ctx);
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { run_relay(ctx, *a); }; });
 }

@@ -112,6 +112,14 @@ void emit_line(cli_context& ctx, std::string_view line) {
 
 spool::database open_database(const cli_context& ctx) { return spool::database::open(ctx.db_uri); }
 
+void add_notify_option(CLI::App& app, cli_context& ctx) {
+  app.add_flag("--notify", ctx.notify,
+               "PostgreSQL wake-ups: writers NOTIFY at commit, workers and relays LISTEN while idle, so work "
+               "starts at once instead of at the next poll (polling stays the fallback). NOTIFY serialises "
+               "commits cluster-wide for a moment: enable it when latency matters more than peak commit rate. "
+               "Ignored on SQLite, where a process's own commits wake its workers.");
+}
+
 void add_connection_options(CLI::App& app, cli_context& ctx) {
   app.add_option("--db", ctx.db_uri,
                  "Database URI: postgres://…, postgresql://… (passed to libpq) or sqlite:PATH "

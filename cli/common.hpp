@@ -30,6 +30,8 @@ struct cli_context {
   bool json = false;
   // --log-level: the "spool" logger's level on stderr (cli/logging.hpp).
   std::string log_level = "warn";
+  // --notify (PostgreSQL wake-ups), on the commands that write work or wait for it.
+  bool notify = false;
   // Everything meant for stdout. It is written only after the command
   // succeeded, so a failure never leaves a partial document on stdout.
   std::string out;
@@ -62,6 +64,9 @@ void emit_line(cli_context& ctx, std::string_view line);
 
 // Adds --db, --json and --log-level to a (sub)command so that its --help
 // lists them. main pre-scans argv for them, so these bindings only document them.
+// --notify: NOTIFY at commit (writers) / LISTEN while idle (workers, relay).
+void add_notify_option(CLI::App& app, cli_context& ctx);
+
 void add_connection_options(CLI::App& app, cli_context& ctx);
 
 // "spool: <errc>[/<reason>]: <message>" on one line, with the password of
