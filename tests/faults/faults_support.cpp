@@ -141,6 +141,7 @@ enum class outcome { ok, unavailable, in_doubt, unexpected };
 
 constexpr auto call_budget = 10s;  // every queue call's deadline: a call never hangs
 constexpr auto visibility = std::chrono::seconds(3);
+constexpr auto outbox_lease = std::chrono::seconds(3);
 const std::string op_type = "fault";
 
 mq::message mq_message(const std::string& id) {
@@ -192,7 +193,8 @@ std::set<std::string> either(std::set<std::string> a, const std::set<std::string
 // Everything the threads record, under one mutex.
 struct workload::state {
   std::mutex m;
-  call_tally mq_publish, ops_enqueue, outbox_insert, mq_poll, mq_ack, ops_dequeue, ops_ack, recover;
+  call_tally mq_publish, ops_enqueue, outbox_insert, mq_poll, mq_ack, ops_dequeue, ops_ack, outbox_claim,
+      outbox_deliver, recover;
   // Producers: acknowledged, in doubt, and definitely not committed
   // (unavailable, or an outbox transaction that failed before COMMIT).
   std::set<std::string> mq_ok, mq_doubt, mq_absent;
@@ -201,24 +203,30 @@ struct workload::state {
   // Consumers.
   std::set<std::string> mq_delivered, mq_acked, mq_ack_doubt, mq_drained;
   std::set<std::string> ops_delivered, ops_acked, ops_ack_doubt, ops_drained;
-  std::vector<std::string> mq_redelivered, ops_redelivered;
-  // Successes per worker: mq/ops/outbox producers, mq/ops consumers.
-  std::array<std::atomic<std::uint64_t>, 5> progress{};
+  std::set<std::string> outbox_claimed, outbox_delivered, outbox_deliver_doubt, outbox_drained;
+  std::vector<std::string> mq_redelivered, ops_redelivered, outbox_redelivered;
+  // Successes per worker: mq/ops/outbox producers, mq/ops/outbox consumers.
+  std::array<std::atomic<std::uint64_t>, 6> progress{};
 
   // Runs f and records its outcome in t. failed_before is the worker's
   // previous outcome, for counting recoveries.
-  outcome attempt(call_tally& t, bool& failed_before, const std::function<void()>& f) {
+  // lease_lost_allowed: a lease that lapsed before its outcome was recorded
+  // (nothing changed; the row is claimed again) counts as unavailable.
+  outcome attempt(call_tally& t, bool& failed_before, const std::function<void()>& f,
+                  bool lease_lost_allowed = false) {
     outcome o = outcome::ok;
     std::string reason, what;
     try {
       f();
     } catch (const spool::error& e) {
-      o = e.code() == errc::unavailable ? outcome::unavailable
-          : e.code() == errc::in_doubt  ? outcome::in_doubt
-                                        : outcome::unexpected;
+      o = e.code() == errc::unavailable                        ? outcome::unavailable
+          : e.code() == errc::in_doubt                         ? outcome::in_doubt
+          : e.code() == errc::lease_lost && lease_lost_allowed ? outcome::unavailable
+                                                               : outcome::unexpected;
       reason = fmt::format("{}/{}", to_string(e.code()), e.reason());
       what = e.what();
-      if (o == outcome::unavailable && !e.retryable()) o = outcome::unexpected;
+      if (o == outcome::unavailable && !e.retryable() && e.code() != errc::lease_lost)
+        o = outcome::unexpected;
     } catch (const std::exception& e) {
       o = outcome::unexpected;
       reason = "std::exception";
@@ -256,6 +264,7 @@ workload::workload(database db, std::string label)
   oo.call_timeout = call_budget;
   ops_ = std::make_unique<ops::queue>(db_, oo);
   writer_ = std::make_unique<outbox::writer>(db_);
+  store_ = std::make_unique<outbox::store>(db_);
 }
 
 workload::~workload() { stop(); }
@@ -266,6 +275,7 @@ void workload::start() {
   threads_.emplace_back([this](std::stop_token st) { outbox_producer(st); });
   threads_.emplace_back([this](std::stop_token st) { mq_consumer(st); });
   threads_.emplace_back([this](std::stop_token st) { ops_consumer(st); });
+  threads_.emplace_back([this](std::stop_token st) { outbox_consumer(st); });
 }
 
 void workload::stop() {
@@ -274,7 +284,7 @@ void workload::stop() {
 }
 
 bool workload::wait_for_progress(std::uint64_t n, std::chrono::seconds deadline) {
-  std::array<std::uint64_t, 5> base{};
+  std::array<std::uint64_t, 6> base{};
   for (std::size_t i = 0; i < base.size(); ++i) base[i] = s_->progress[i].load();
   const auto until = std::chrono::steady_clock::now() + deadline;
   for (;;) {
@@ -437,6 +447,41 @@ void workload::ops_consumer(std::stop_token st) {
   }
 }
 
+void workload::outbox_consumer(std::stop_token st) {
+  bool claim_failed = false, deliver_failed = false;
+  while (!st.stop_requested()) {
+    std::vector<outbox::claimed_message> got;
+    if (s_->attempt(s_->outbox_claim, claim_failed, [&] {
+          got = store_->claim("faults", 10, outbox_lease, outbox::serialization::none,
+                              call_options::within(call_budget));
+        }) != outcome::ok) {
+      back_off(st);
+      continue;
+    }
+    if (got.empty()) {
+      std::this_thread::sleep_for(10ms);
+      continue;
+    }
+    for (const auto& c : got) {
+      {
+        std::lock_guard lock(s_->m);
+        if (s_->outbox_delivered.count(c.ref.id)) s_->outbox_redelivered.push_back(c.ref.id);
+        s_->outbox_claimed.insert(c.ref.id);
+      }
+      const auto o = s_->attempt(
+          s_->outbox_deliver, deliver_failed,
+          [&] { store_->mark_delivered(c.ref, call_options::within(call_budget)); }, true);
+      std::lock_guard lock(s_->m);
+      if (o == outcome::ok) {
+        s_->outbox_delivered.insert(c.ref.id);
+        ++s_->progress[5];
+      } else if (o != outcome::unavailable) {
+        s_->outbox_deliver_doubt.insert(c.ref.id);
+      }
+    }
+  }
+}
+
 void workload::expect_same_objects_recover() {
   constexpr int attempts = 100;
   // A probe's call, given a fresh id per attempt, and the producer sets its
@@ -499,12 +544,39 @@ void workload::expect_same_objects_recover() {
 void workload::drain() {
   const auto until = std::chrono::steady_clock::now() + 75s;
   bool failed = false;
-  bool mq_done = false, ops_done = false;
-  while (!(mq_done && ops_done)) {
+  bool mq_done = false, ops_done = false, outbox_done = false;
+  while (!(mq_done && ops_done && outbox_done)) {
     if (std::chrono::steady_clock::now() > until) {
       ADD_FAILURE() << "the drain did not empty the queues within 75 s (mq done: " << mq_done
-                    << ", ops done: " << ops_done << ")";
+                    << ", ops done: " << ops_done << ", outbox done: " << outbox_done << ")";
       return;
+    }
+    if (!outbox_done) {
+      // Leases of in-doubt claims lapse after outbox_lease; claim takes them again.
+      std::vector<outbox::claimed_message> got;
+      if (s_->attempt(s_->recover, failed, [&] {
+            got = store_->claim("faults-drain", 100, outbox_lease, outbox::serialization::none,
+                                call_options::within(call_budget));
+          }) == outcome::ok) {
+        for (const auto& c : got) {
+          const auto o = s_->attempt(
+              s_->recover, failed, [&] { store_->mark_delivered(c.ref, call_options::within(call_budget)); },
+              true);
+          std::lock_guard lock(s_->m);
+          if (s_->outbox_delivered.count(c.ref.id) || s_->outbox_drained.count(c.ref.id)) {
+            s_->outbox_redelivered.push_back(c.ref.id);
+          }
+          s_->outbox_claimed.insert(c.ref.id);
+          if (o == outcome::ok) s_->outbox_drained.insert(c.ref.id);
+        }
+        if (got.empty()) {
+          outbox::backlog_info b;
+          if (s_->attempt(s_->recover, failed,
+                          [&] { b = store_->backlog(call_options::within(call_budget)); }) == outcome::ok) {
+            outbox_done = b.pending == 0 && b.leased == 0;
+          }
+        }
+      }
     }
     if (!mq_done) {
       std::vector<mq::delivered_message> got;
@@ -555,7 +627,7 @@ void workload::drain() {
         }
       }
     }
-    if (!(mq_done && ops_done)) std::this_thread::sleep_for(50ms);
+    if (!(mq_done && ops_done && outbox_done)) std::this_thread::sleep_for(50ms);
   }
 }
 
@@ -583,6 +655,8 @@ fault_report workload::verify(const std::string& fault) {
       {"mq ack", &s.mq_ack},
       {"ops dequeue", &s.ops_dequeue},
       {"ops ack", &s.ops_ack},
+      {"outbox claim", &s.outbox_claim},
+      {"outbox mark_delivered", &s.outbox_deliver},
       {"after the fault", &s.recover}};
   for (const auto& [name, t] : tallies) {
     EXPECT_TRUE(t->unexpected.empty())
@@ -647,13 +721,26 @@ fault_report workload::verify(const std::string& fault) {
   EXPECT_TRUE(outbox_phantom.empty())
       << "envelopes of transactions that never committed are stored: " << join_some(outbox_phantom);
   const auto outbox_doubt_present = both(s.outbox_doubt, outbox_rows).size();
+  // Every stored envelope was delivered (during the run or by the drain),
+  // none was claimed again after mark_delivered returned success, and only
+  // written envelopes were claimed.
+  const auto outbox_undelivered =
+      db_.exec("SELECT count(*) FROM " + outbox_table_ + " WHERE state <> 'delivered'");
+  EXPECT_EQ(outbox_undelivered.at(0).at(0).value_or("?"), "0")
+      << "envelopes left undelivered after the drain";
+  EXPECT_TRUE(s.outbox_redelivered.empty())
+      << s.outbox_redelivered.size()
+      << " envelopes claimed again after mark_delivered returned success, e.g. "
+      << s.outbox_redelivered.front();
+  const auto outbox_unknown = minus(s.outbox_claimed, either(s.outbox_ok, s.outbox_doubt));
+  EXPECT_TRUE(outbox_unknown.empty()) << "claimed envelopes nobody committed: " << join_some(outbox_unknown);
 
   r.acknowledged = s.mq_ok.size() + s.ops_ok.size() + s.outbox_ok.size();
   r.in_doubt = s.mq_doubt.size() + s.ops_doubt.size() + s.outbox_doubt.size();
   r.in_doubt_present = mq_doubt_present + ops_doubt_present + outbox_doubt_present;
   r.unavailable = s.mq_absent.size() + s.ops_absent.size() + s.outbox_absent.size();
   r.lost = mq_lost.size() + ops_lost.size() + outbox_lost.size();
-  r.redelivered_after_ack = s.mq_redelivered.size() + s.ops_redelivered.size();
+  r.redelivered_after_ack = s.mq_redelivered.size() + s.ops_redelivered.size() + s.outbox_redelivered.size();
 
   auto reasons = [](const call_tally& t) {
     std::string out;
@@ -684,6 +771,12 @@ fault_report workload::verify(const std::string& fault) {
       "[{}]\n",
       s.outbox_ok.size(), s.outbox_doubt.size(), outbox_doubt_present, s.outbox_absent.size(),
       outbox_lost.size(), reasons(s.outbox_insert));
+  fmt::print(
+      "[faults]   outbox consume: {} delivered, {} in_doubt, {} drained after; {} claimed again after "
+      "delivery "
+      "[claim: {}; mark_delivered: {}]\n",
+      s.outbox_delivered.size(), s.outbox_deliver_doubt.size(), s.outbox_drained.size(),
+      s.outbox_redelivered.size(), reasons(s.outbox_claim), reasons(s.outbox_deliver));
   fmt::print(
       "[faults]   total: {} lost of {} acknowledged; {} in_doubt ({} present, {} absent); {} unavailable; "
       "{} recoveries on the same objects; {} delivered again after an ack\n",

@@ -28,6 +28,7 @@
 #include "spool/error.hpp"
 #include "spool/mq/queue.hpp"
 #include "spool/ops/queue.hpp"
+#include "spool/outbox/store.hpp"
 #include "spool/outbox/writer.hpp"
 #include "support/test_db.hpp"
 
@@ -125,7 +126,8 @@ class workload {
   workload& operator=(const workload&) = delete;
 
   // Starts three producers (mq publish, ops enqueue, outbox insert + commit)
-  // and two consumers (mq poll + ack, ops dequeue + ack).
+  // and three consumers (mq poll + ack, ops dequeue + ack, outbox claim +
+  // mark_delivered).
   void start();
   // Stops and joins every thread.
   void stop();
@@ -161,6 +163,7 @@ class workload {
   void outbox_producer(std::stop_token st);
   void mq_consumer(std::stop_token st);
   void ops_consumer(std::stop_token st);
+  void outbox_consumer(std::stop_token st);
 
   database db_;
   std::string label_;
@@ -168,6 +171,7 @@ class workload {
   std::unique_ptr<mq::queue> mq_;
   std::unique_ptr<ops::queue> ops_;
   std::unique_ptr<outbox::writer> writer_;
+  std::unique_ptr<outbox::store> store_;
   std::unique_ptr<state> s_;
   std::vector<std::jthread> threads_;
 };
