@@ -484,23 +484,24 @@ void workload::outbox_consumer(std::stop_token st) {
 
 void workload::expect_same_objects_recover() {
   constexpr int attempts = 100;
-  // A probe's call, given a fresh id per attempt, and the producer sets its
-  // outcome belongs to (none for reads).
+  // A probe's call, given a fresh id per attempt (slug names its kind), and
+  // the producer sets its outcome belongs to (none for reads).
   struct probe {
     std::string name;
+    std::string slug;
     std::function<void(const std::string& id)> call;
     std::set<std::string>* ok = nullptr;
     std::set<std::string>* doubt = nullptr;
     std::set<std::string>* absent = nullptr;
   };
   const std::vector<probe> probes = {
-      {"mq publish",
+      {"mq publish", "mq",
        [&](const std::string& id) {
          (void)mq_->publish(mq_message(id), 0s, call_options::within(call_budget));
        },
        &s_->mq_ok, &s_->mq_doubt, &s_->mq_absent},
-      {"mq metrics", [&](const std::string&) { (void)mq_->metrics(call_options::within(call_budget)); }},
-      {"ops enqueue",
+      {"mq metrics", "", [&](const std::string&) { (void)mq_->metrics(call_options::within(call_budget)); }},
+      {"ops enqueue", "ops",
        [&](const std::string& id) {
          ops::new_op op;
          op.id = id;
@@ -509,8 +510,10 @@ void workload::expect_same_objects_recover() {
          (void)ops_->enqueue(op, {}, call_options::within(call_budget));
        },
        &s_->ops_ok, &s_->ops_doubt, &s_->ops_absent},
-      {"ops stats", [&](const std::string&) { (void)ops_->stats(call_options::within(call_budget)); }},
-      {"outbox insert+commit",
+      {"ops stats", "", [&](const std::string&) { (void)ops_->stats(call_options::within(call_budget)); }},
+      {"outbox backlog", "",
+       [&](const std::string&) { (void)store_->backlog(call_options::within(call_budget)); }},
+      {"outbox insert+commit", "outbox",
        [&](const std::string& id) {
          pg::tx tx(db_);
          (void)writer_->insert(tx, envelope_for(id));
@@ -524,11 +527,7 @@ void workload::expect_same_objects_recover() {
     for (int i = 0; i < attempts && !done; ++i) {
       // Idle pooled connections whose backend died fail once each, so the
       // first attempts may fail; a probe's id is never reused.
-      std::string id = fmt::format("{}-after-{}-{}", label_,
-                                   p.name == "mq publish"    ? "mq"
-                                   : p.name == "ops enqueue" ? "ops"
-                                                             : "outbox",
-                                   i);
+      const std::string id = fmt::format("{}-after-{}-{}", label_, p.slug, i);
       const auto o = s_->attempt(s_->recover, failed, [&] { p.call(id); });
       done = o == outcome::ok;
       if (p.ok != nullptr) {
