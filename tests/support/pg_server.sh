@@ -310,6 +310,9 @@ do_env() {
   printf 'export SPOOL_TEST_PG_DIR=%q\n' "$DIR"
 }
 
+# Sourced (tests/support/pg_replica.sh reuses the functions above): define, do not run.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
+
 # Two arguments; restart alone takes an optional third, its shutdown mode.
 [[ ($# -eq 2 || ($# -eq 3 && $1 == restart)) && -n $2 ]] || usage
 case $1 in

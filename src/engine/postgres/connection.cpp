@@ -1,7 +1,6 @@
 #include "engine/postgres/connection.hpp"
 
 #include <fmt/format.h>
-
 #include <poll.h>
 
 #include <algorithm>
@@ -33,7 +32,8 @@ connection::connection(const std::string& conninfo, const std::string& display, 
   }
   // Server notices ("relation already exists, skipping") are not errors; keep
   // them off the application's stderr.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
 }
 
 connection::connection(PGconn* borrowed) : conn_(borrowed), owned_(false), display_("adopted connection") {}
@@ -86,7 +86,8 @@ struct text_params {
 result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what,
                             const call_options& limits) {
   if (!healthy()) {
-    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
+    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
+                "connection_lost");
   }
   const text_params p(params);
   if (limits.limited()) {
@@ -117,7 +118,8 @@ const std::string* connection::prepare_cached(const std::string& sql, int n, int
   if (prepared_.size() >= max_prepared) return nullptr;
   std::string name = "spool_" + std::to_string(prepared_.size());
   result_ptr prep(PQprepare(conn_, name.c_str(), sql.c_str(), n, nullptr));
-  if (!prep || PQresultStatus(prep.get()) != PGRES_COMMAND_OK) throw_error(conn_, prep.get(), intent::read, "prepare");
+  if (!prep || PQresultStatus(prep.get()) != PGRES_COMMAND_OK)
+    throw_error(conn_, prep.get(), intent::read, "prepare");
   (void)what;
   return &prepared_.emplace(sql, std::move(name)).first->second;
 }
@@ -144,17 +146,26 @@ result_ptr connection::exec_limited(const std::string& sql, int n, const char* c
     }
     int slice_ms = 100;
     if (limits.deadline && cancelled_for.empty()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*limits.deadline -
-                                                                              std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *limits.deadline - std::chrono::steady_clock::now());
       slice_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 100));
     }
     pollfd pfd{PQsocket(conn_), POLLIN, 0};
     ::poll(&pfd, 1, slice_ms);
     if (PQconsumeInput(conn_) == 0) break;  // connection lost: reported below
   }
+  // The statement's result, unless an error follows it: the server sends a
+  // statement's rows at Execute but commits the implicit transaction at Sync,
+  // so a session that dies in between (pg_terminate_backend, a shutdown, a
+  // failing deferred trigger) delivers good rows and then the error of a
+  // commit that never happened. The error decides, as in PQexec.
   result_ptr res;
   while (PGresult* r = PQgetResult(conn_)) {
-    if (!res) {
+    const auto st = PQresultStatus(r);
+    const bool is_error = st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE;
+    const bool have_error =
+        res && PQresultStatus(res.get()) != PGRES_COMMAND_OK && PQresultStatus(res.get()) != PGRES_TUPLES_OK;
+    if (!res || (is_error && !have_error)) {
       res.reset(r);
     } else {
       PQclear(r);
@@ -167,8 +178,8 @@ result_ptr connection::exec_limited(const std::string& sql, int n, const char* c
     const std::string reason(cancelled_for);
     if (what == intent::write) {
       throw error(errc::in_doubt,
-                  fmt::format("statement cancelled ({}) after it was sent; its outcome is unknown", reason), reason,
-                  state);
+                  fmt::format("statement cancelled ({}) after it was sent; its outcome is unknown", reason),
+                  reason, state);
     }
     throw error(errc::unavailable, fmt::format("statement cancelled ({})", reason), reason, state);
   }
@@ -179,7 +190,8 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
                                              const call_options& limits) {
   spool::detail::check_call(limits, "pipeline");
   if (!healthy()) {
-    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
+    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
+                "connection_lost");
   }
   if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
   struct exit_guard {
@@ -192,8 +204,8 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   for (const auto& s : statements) {
     const text_params p(s.params);
     const std::string sql(s.sql);
-    if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(s.params.size()), nullptr, p.ptrs.data(), nullptr,
-                          nullptr, 0) != 1) {
+    if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(s.params.size()), nullptr, p.ptrs.data(),
+                          nullptr, nullptr, 0) != 1) {
       throw_error(conn_, nullptr, sent_any ? what : intent::read, "pipeline send");
     }
     sent_any = true;
@@ -213,14 +225,19 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     results.push_back(std::move(res));
     while (PGresult* rest = PQgetResult(conn_)) PQclear(rest);  // the NULL that ends this statement
   }
-  // The sync point's own result.
+  // The sync point's own result. The implicit transaction commits here, so
+  // an error before it (a session that died, a deferred constraint) means
+  // the statements' good results above never committed.
   for (;;) {
     result_ptr res(PQgetResult(conn_));
     if (!res) {
-      if (!healthy()) throw_error(conn_, nullptr, what, "pipeline");
+      if (!healthy()) throw_error(conn_, first_error.get(), what, "pipeline");
       continue;
     }
-    if (PQresultStatus(res.get()) == PGRES_PIPELINE_SYNC) break;
+    const auto status = PQresultStatus(res.get());
+    if (status == PGRES_PIPELINE_SYNC) break;
+    if ((status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) && !first_error)
+      first_error = std::move(res);
   }
   if (first_error) throw_error(conn_, first_error.get(), what, "pipeline");
   return results;
@@ -250,7 +267,8 @@ std::vector<row> rows_of(const PGresult* res) {
       if (PQgetisnull(res, r, c)) {
         out.emplace_back(std::nullopt);
       } else {
-        out.emplace_back(std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c))));
+        out.emplace_back(
+            std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c))));
       }
     }
     rows.push_back(std::move(out));
