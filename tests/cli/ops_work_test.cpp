@@ -100,3 +100,37 @@ INSTANTIATE_TEST_SUITE_P(engines, ops_work, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "postgres" : "sqlite"; });
 
 }  // namespace
+
+namespace {
+
+// --notify (PostgreSQL): with a poll interval of ten minutes, ops enqueued by
+// `spool ops enqueue --notify` one after another — each only after the one
+// before is done and the worker is idle again — can only be claimed because
+// the enqueue's NOTIFY woke the worker: the next poll is minutes away.
+TEST(ops_work_postgres, with_notify_an_idle_worker_is_woken_by_each_enqueue_long_before_its_next_poll) {
+  spool::test::temp_dir dir;
+  const auto uri = spool::test::make_pg_database("cli_ops_notify");
+  auto db = spool::database::open(uri);
+  (void)spool::migrate(db);
+  spool::ops::queue q(db);
+  cli_process worker({"ops", "work", "--type", "t", "--poll-interval", "10m", "--notify", "--json", "--db", uri,
+                      "--exec", "cat > /dev/null"},
+                     dir.path());
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(500ms);  // the worker settles into its ten-minute idle wait
+    const auto r = spool::test::run_cli(
+        {"ops", "enqueue", "--type", "t", "--notify", "--payload", "{}", "--json", "--db", uri});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string id = nlohmann::json::parse(r.out)["id"];
+    bool done = false;
+    for (int k = 0; k < 1200 && !done; ++k) {
+      done = q.get(id).status == spool::ops::op_status::done;
+      if (!done) std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_TRUE(done) << "op " << i << " was not woken for: " << worker.err();
+  }
+  EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
+  EXPECT_EQ(nlohmann::json::parse(worker.out())["succeeded"], 3);
+}
+
+}  // namespace
