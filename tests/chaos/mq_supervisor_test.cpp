@@ -16,7 +16,7 @@
 #include <random>
 #include <thread>
 
-#include "cli/cli_runner.hpp"
+#include "chaos/supervisor.hpp"
 #include "spool/database.hpp"
 #include "spool/migrate.hpp"
 #include "support/delivery_log.hpp"
@@ -32,25 +32,6 @@ std::string actor_path() {
   if (p == nullptr) throw std::runtime_error("SPOOL_CHAOS_ACTOR is not set (run through ctest)");
   return p;
 }
-
-std::uint64_t chaos_seed() {
-  if (const char* s = std::getenv("SPOOL_CHAOS_SEED")) return std::stoull(s);
-  return std::random_device{}();
-}
-
-// One actor slot: its arguments and its current incarnation.
-struct actor {
-  std::string name;
-  std::vector<std::string> args;
-  bool producer = false;
-  int incarnation = 0;
-  std::unique_ptr<cli_process> proc;
-  bool finished = false;  // a producer that exited 0: all its messages are committed and logged
-
-  void start(const std::filesystem::path& dir) {
-    proc = std::make_unique<cli_process>(actor_path(), args, dir, name + "-" + std::to_string(incarnation++));
-  }
-};
 
 class mq_chaos : public ::testing::TestWithParam<engine> {
  protected:
@@ -75,10 +56,10 @@ TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_o
   const auto logs = dir.path() / "logs";
   std::filesystem::create_directories(logs);
 
-  std::vector<actor> actors;
+  std::vector<supervised> actors;
   for (int p = 0; p < producers; ++p) {
     const std::string name = "p" + std::to_string(p);
-    actors.push_back({name,
+    actors.push_back({name, actor_path(),
                       {"produce", "--db", uri, "--queue", queue, "--name", name, "--groups",
                        std::to_string(groups_per_producer), "--count", std::to_string(per_producer), "--batch", "5",
                        "--log", (logs / ("chaos-" + name + ".log")).string()},
@@ -86,51 +67,23 @@ TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_o
   }
   for (int c = 0; c < consumers; ++c) {
     const std::string name = "c" + std::to_string(c);
-    actors.push_back({name,
+    actors.push_back({name, actor_path(),
                       {"consume", "--db", uri, "--queue", queue, "--visibility", "2", "--batch", "4", "--log",
                        (logs / ("chaos-" + name + ".log")).string()},
                       false});
   }
-  for (auto& a : actors) a.start(dir.path());
-
   auto db = database::open(uri);
   const std::string remaining_sql = is_pg() ? "SELECT count(*) FROM queue_messages WHERE queue_name = $1"
                                             : "SELECT count(*) FROM queue_messages WHERE queue_name = ?1";
   auto remaining = [&] { return std::stol(*db.exec(remaining_sql, {queue}).at(0).at(0)); };
 
-  // Kill someone every 30–300 ms until every producer has finished and the
-  // consumers have all but drained the queue (under 2 % left).
-  int kills = 0, producer_kills = 0;
-  const auto give_up = std::chrono::steady_clock::now() + 15min;
-  auto producers_done = [&] {
-    bool all = true;
-    for (auto& a : actors) {
-      if (!a.producer || a.finished) continue;
-      if (!a.proc->running()) {
-        const int code = a.proc->stop(0);  // already exited: reap it
-        EXPECT_EQ(code, 0) << a.name << " failed: " << a.proc->err();
-        a.finished = true;
-        continue;
-      }
-      all = false;
-    }
-    return all;
-  };
-  bool done = false;
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (producers_done() && remaining() < producers * per_producer / 50) {
-      done = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(30, 300)(rng)));
-    auto& victim = actors[std::uniform_int_distribution<std::size_t>(0, actors.size() - 1)(rng)];
-    if (victim.finished || !victim.proc->running()) continue;
-    victim.proc->stop(SIGKILL);
-    ++kills;
-    if (victim.producer) ++producer_kills;
-    victim.start(dir.path());
-  }
-  ASSERT_TRUE(done) << "producers did not finish and the queue did not drain in time";
+  // Kill someone until every producer has finished and the consumers have
+  // all but drained the queue (under 2 % left).
+  const auto chaos =
+      run_chaos(actors, dir.path(), rng, [&] { return remaining() < producers * per_producer / 50; }, 15min);
+  EXPECT_TRUE(chaos.failures.empty()) << chaos.failures.front();
+  const int kills = chaos.kills, producer_kills = chaos.kills_of_finite;
+  ASSERT_TRUE(chaos.done) << "producers did not finish and the queue did not drain in time";
 
   // No more kills: let the consumers drain (claims of killed consumers come
   // back after their 2 s window), then stop them gracefully.
@@ -139,7 +92,7 @@ TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_o
     std::this_thread::sleep_for(200ms);
   }
   for (auto& a : actors) {
-    if (!a.producer) EXPECT_EQ(a.proc->stop(SIGTERM), 0) << a.name << ": " << a.proc->err();
+    if (!a.runs_to_completion) EXPECT_EQ(a.proc->stop(SIGTERM), 0) << a.name << ": " << a.proc->err();
   }
   EXPECT_EQ(*db.exec(remaining_sql, {queue}).at(0).at(0), "0") << "the queue did not drain";
   EXPECT_EQ(*db.exec(is_pg() ? "SELECT count(*) FROM queue_messages_failed WHERE queue_name = $1"

@@ -12,6 +12,14 @@
 //   spool_chaos_actor consume --db URI --queue Q --visibility S --batch B --log FILE
 //     Polls (strict group order), logs H, acks, logs A — until SIGTERM, then
 //     finishes its batch and exits 0.
+//   spool_chaos_actor enqueue --db URI --name P --count N --batch B --log FILE
+//     Enqueues N ops "<P>-<i>" of type "chaos", B per transaction (the op
+//     queue's consumers are real `spool ops work` processes).
+//   spool_chaos_actor write --db URI --name P --keys K --count N --batch B --log FILE
+//     Writes N outbox envelopes "<P>-<i>" with ordering keys "<P>-k<i % K>", B
+//     per transaction of its own (the relays are real `spool relay` processes).
+//   For both, an id already stored means its batch committed before a kill cut
+//   off the log lines: the batch is logged and the run goes on.
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -26,6 +34,10 @@
 #include "spool/database.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/queue.hpp"
+#include "spool/ops/queue.hpp"
+#include "spool/outbox/writer.hpp"
+#include "spool/pg.hpp"
+#include "spool/sqlite.hpp"
 #include "support/delivery_log.hpp"
 
 namespace {
@@ -106,6 +118,80 @@ int produce(const std::map<std::string, std::string>& o) {
   return 0;
 }
 
+// Runs insert (one transaction) with retries; already_exists / duplicate mean
+// an earlier attempt of the same batch committed. Then logs the batch.
+template <class Insert>
+void insert_logged(Insert&& insert, spool::test::log_writer& log, const std::vector<std::string>& lines) {
+  try {
+    with_retries(insert);
+  } catch (const spool::error& e) {
+    if (e.code() != spool::errc::already_exists && e.code() != spool::errc::duplicate) throw;
+  }
+  for (const auto& l : lines) log.line(l);
+}
+
+int enqueue(const std::map<std::string, std::string>& o) {
+  auto db = spool::database::open(need(o, "--db"));
+  spool::ops::queue q(db);
+  const std::string name = need(o, "--name"), log_file = need(o, "--log");
+  const long count = std::stol(need(o, "--count")), batch = std::stol(need(o, "--batch"));
+  spool::test::log_writer log(log_file);
+  for (long i = resume_point(log_file, name); i < count && !stop_requested;) {
+    std::vector<spool::ops::new_op> ops;
+    std::vector<std::string> lines;
+    for (long j = i; j < std::min(count, i + batch); ++j) {
+      spool::ops::new_op op;
+      op.id = fmt::format("{}-{:07}", name, j);
+      op.type = "chaos";
+      op.max_attempts = 1000;  // kills cost attempts; none may fail the op
+      lines.push_back("P\t" + op.id + "\t" + name + "\t" + std::to_string(j));
+      ops.push_back(std::move(op));
+    }
+    insert_logged([&] { (void)q.enqueue_batch(ops); }, log, lines);
+    i += static_cast<long>(ops.size());
+  }
+  return 0;
+}
+
+int write_envelopes(const std::map<std::string, std::string>& o) {
+  auto db = spool::database::open(need(o, "--db"));
+  spool::outbox::writer_options wo;
+  wo.max_batch_size = 1000;
+  spool::outbox::writer w(db, wo);
+  const std::string name = need(o, "--name"), log_file = need(o, "--log");
+  const long keys = std::stol(need(o, "--keys")), count = std::stol(need(o, "--count")),
+             batch = std::stol(need(o, "--batch"));
+  spool::test::log_writer log(log_file);
+  for (long i = resume_point(log_file, name); i < count && !stop_requested;) {
+    std::vector<spool::outbox::envelope> envs;
+    std::vector<std::string> lines;
+    for (long j = i; j < std::min(count, i + batch); ++j) {
+      spool::outbox::envelope e;
+      e.id = fmt::format("{}-{:07}", name, j);
+      e.topic = "chaos";
+      e.payload = "{}";
+      e.ordering_key = fmt::format("{}-k{}", name, j % keys);
+      lines.push_back("P\t" + e.id + "\t" + e.ordering_key + "\t" + std::to_string(j / keys));
+      envs.push_back(std::move(e));
+    }
+    insert_logged(
+        [&] {
+          if (db.kind() == spool::engine::postgres) {
+            spool::pg::tx tx(db);
+            (void)w.insert_batch(tx, envs);
+            tx.commit();
+          } else {
+            spool::sqlite::tx tx(db);
+            (void)w.insert_batch(tx, envs);
+            tx.commit();
+          }
+        },
+        log, lines);
+    i += static_cast<long>(envs.size());
+  }
+  return 0;
+}
+
 int consume(const std::map<std::string, std::string>& o) {
   auto db = spool::database::open(need(o, "--db"));
   spool::mq::queue_options qo;
@@ -160,6 +246,8 @@ int main(int argc, char** argv) {
     const auto o = options(argc, argv, 2);
     if (mode == "produce") return produce(o);
     if (mode == "consume") return consume(o);
+    if (mode == "enqueue") return enqueue(o);
+    if (mode == "write") return write_envelopes(o);
     std::cerr << "spool_chaos_actor: unknown mode " << mode << "\n";
     return 2;
   } catch (const std::exception& e) {
