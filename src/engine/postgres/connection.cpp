@@ -76,6 +76,16 @@ struct text_params {
     for (std::size_t i = 0; i < params.size(); ++i) {
       bool is_null = false;
       texts[i] = to_text(params[i], is_null);
+      // libpq reads a text parameter up to its first NUL: a value with an
+      // embedded NUL would reach the server cut short and could match or
+      // store a different value. PostgreSQL text cannot hold U+0000 anyway,
+      // so refuse it before anything is sent.
+      if (!is_null && texts[i].find('\0') != std::string::npos) {
+        throw error(errc::invalid_argument,
+                    fmt::format("statement parameter ${} contains a NUL byte, which PostgreSQL text cannot store",
+                                i + 1),
+                    "nul_in_text");
+      }
       ptrs[i] = is_null ? nullptr : texts[i].c_str();
     }
   }
@@ -181,6 +191,11 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   if (!healthy()) {
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
   }
+  // Every statement's parameters are checked before pipeline mode and the
+  // first send (reserve: the pointers into each text_params must not move).
+  std::vector<text_params> all;
+  all.reserve(statements.size());
+  for (const auto& s : statements) all.emplace_back(s.params);
   if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
   struct exit_guard {
     PGconn* c;
@@ -189,8 +204,9 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     }
   } guard{conn_};
   bool sent_any = false;
-  for (const auto& s : statements) {
-    const text_params p(s.params);
+  for (std::size_t k = 0; k < statements.size(); ++k) {
+    const auto& s = statements[k];
+    const text_params& p = all[k];
     const std::string sql(s.sql);
     if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(s.params.size()), nullptr, p.ptrs.data(), nullptr,
                           nullptr, 0) != 1) {
