@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "common/call_guard.hpp"
+#include "common/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::pg::detail {
@@ -72,7 +73,10 @@ std::string to_text(const param& p, bool& is_null) {
 
 // Parameters as libpq wants them: text, NULL as a null pointer.
 struct text_params {
-  explicit text_params(const std::vector<param>& params) : texts(params.size()), ptrs(params.size()) {
+  // utf8: the connection's client_encoding is UTF8, so the server would
+  // refuse ill-formed UTF-8 anyway (SQLSTATE 22021, aborting the caller's
+  // transaction): refuse it here, typed, before anything is sent.
+  text_params(const std::vector<param>& params, bool utf8) : texts(params.size()), ptrs(params.size()) {
     for (std::size_t i = 0; i < params.size(); ++i) {
       bool is_null = false;
       texts[i] = to_text(params[i], is_null);
@@ -86,6 +90,11 @@ struct text_params {
                                 i + 1),
                     "nul_in_text");
       }
+      if (!is_null && utf8 && !spool::detail::is_utf8(texts[i])) {
+        throw error(errc::invalid_argument,
+                    fmt::format("statement parameter ${} is not valid UTF-8 (the connection's client_encoding)", i + 1),
+                    "invalid_encoding");
+      }
       ptrs[i] = is_null ? nullptr : texts[i].c_str();
     }
   }
@@ -98,7 +107,7 @@ result_ptr connection::exec(std::string_view sql, const std::vector<param>& para
   if (!healthy()) {
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_), "connection_lost");
   }
-  const text_params p(params);
+  const text_params p(params, client_utf8());
   if (limits.limited()) {
     return exec_limited(std::string(sql), static_cast<int>(params.size()), p.ptrs.data(), what, limits);
   }
@@ -195,7 +204,7 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   // first send (reserve: the pointers into each text_params must not move).
   std::vector<text_params> all;
   all.reserve(statements.size());
-  for (const auto& s : statements) all.emplace_back(s.params);
+  for (const auto& s : statements) all.emplace_back(s.params, client_utf8());
   if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
   struct exit_guard {
     PGconn* c;
