@@ -299,6 +299,25 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
   worker.kill_group(SIGKILL);
 }
 
+TEST_P(hostile_cli, an_operator_recover_from_a_process_two_hours_ahead_takes_no_fresh_claim_on_postgresql_only) {
+  ops::queue q(*db_);
+  const auto id = q.enqueue(ops::new_op{.type = "t"}).id;
+  const auto claimed = q.dequeue({"t"});  // a live claim, made just now on a correct clock
+  ASSERT_TRUE(claimed.has_value());
+  const auto r = skewed("+2h", {"ops", "recover", "--older-than", "1h", "--json"}, "recover");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (is_pg()) {
+    // started_at and now() are both the server's: a claim seconds old is not 1 h old.
+    EXPECT_EQ(q.get(id).status, ops::op_status::running);
+    q.ack(id, *claimed->lease_token);
+  } else {
+    // SQLite: to the recovering process the claim is 2 h old, so it is
+    // requeued under its live holder, whose outcome is then refused.
+    EXPECT_EQ(q.get(id).status, ops::op_status::pending);
+    EXPECT_SPOOL_ERROR(q.ack(id, *claimed->lease_token), errc::lease_lost);
+  }
+}
+
 TEST_P(hostile_cli, an_envelope_written_by_a_process_two_hours_ahead_is_claimable_on_the_database_clock) {
   const auto r = skewed("+2h", {"outbox", "write", "--topic", "t", "--json"}, "write");
   ASSERT_EQ(r.exit_code, 0) << r.err;

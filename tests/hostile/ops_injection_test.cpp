@@ -150,6 +150,28 @@ TEST_P(hostile_ops, hostile_ids_tokens_owners_filters_and_cursors_match_nothing_
   q.ack("held", *held->lease_token);  // the real lease still holds
 }
 
+TEST_P(hostile_ops, a_hostile_owner_option_is_the_literal_lease_owner_of_every_claim) {
+  for (const auto& s : hostile_strings()) {
+    SCOPED_TRACE(shown(s));
+    ops::queue_options o;
+    o.owner = s;
+    try {
+      ops::queue q(*db_, o);
+      const auto id = q.enqueue(ops::new_op{.type = "t"}).id;
+      const auto claimed = q.dequeue({"t"});
+      ASSERT_TRUE(claimed.has_value());
+      EXPECT_EQ(claimed->lease_owner, std::optional<std::string>(s));
+      EXPECT_EQ(q.get(id).lease_owner, std::optional<std::string>(s));
+      q.ack(id, *claimed->lease_token);
+    } catch (const spool::error& e) {
+      // Owners follow the rule of names: 1–255 bytes, no control characters.
+      EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
+      EXPECT_FALSE(valid_name(s)) << e.what();
+    }
+  }
+  EXPECT_EQ(count_rows("ops_queue"), count_rows("ops_queue WHERE status = 'done'"));
+}
+
 SPOOL_HOSTILE_BOTH_ENGINES(hostile_ops);
 
 }  // namespace
