@@ -90,7 +90,8 @@ void check_queue_name(const std::string& name) {
   // PostgreSQL would refuse.
   if (!spool::detail::is_utf8(name)) {
     throw error(errc::invalid_argument,
-                fmt::format("queue name \"{}\" is not valid UTF-8", truncate_utf8(name, 64)), "invalid_encoding");
+                fmt::format("queue name \"{}\" is not valid UTF-8", truncate_utf8(name, 64)),
+                "invalid_encoding");
   }
 }
 

@@ -51,7 +51,8 @@ class hostile_cli : public hostile {
   }
 
   // Runs `faketime -f <offset> spool args… --db URI` to completion.
-  cli_result skewed(const std::string& offset, const std::vector<std::string>& args, const std::string& name) {
+  cli_result skewed(const std::string& offset, const std::vector<std::string>& args,
+                    const std::string& name) {
     std::vector<std::string> full = {"-f", offset, cli_path()};
     for (const auto& a : db(args)) full.push_back(a);
     cli_process p("/usr/bin/faketime", full, dir_for_files_.path(), name);
@@ -67,7 +68,8 @@ class hostile_cli : public hostile {
   // Seconds between the database's clock and this process's: 0 on SQLite
   // (its clock is the host's), the server's on PostgreSQL.
   std::int64_t host_now() const {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
 
@@ -108,8 +110,10 @@ TEST_P(hostile_cli, hostile_queue_type_topic_key_and_filter_values_are_stored_an
     SCOPED_TRACE(shown(s));
     const auto before = take_fingerprint();
     // mq: --queue and --group are values.
-    const auto msg = file_with("m.json", R"({"id":"m1","mediationType":"HTTP","mediationTarget":"https://x.test/"})");
-    const auto pub = run_cli(db({"mq", "publish", "--queue", s, "--group", s, "--file", msg.string(), "--json"}));
+    const auto msg =
+        file_with("m.json", R"({"id":"m1","mediationType":"HTTP","mediationTarget":"https://x.test/"})");
+    const auto pub =
+        run_cli(db({"mq", "publish", "--queue", s, "--group", s, "--file", msg.string(), "--json"}));
     ASSERT_EQ(pub.exit_code, 0) << pub.err;
     mq::queue_options qo;
     qo.name = s;
@@ -122,7 +126,8 @@ TEST_P(hostile_cli, hostile_queue_type_topic_key_and_filter_values_are_stored_an
 
     // ops: --type is a value (1–255 bytes, no control characters).
     const bool type_ok = s.size() <= 255 && !has_control(s);
-    const auto enq = run_cli(db({"ops", "enqueue", "--type", s, "--dedup-key", s, "--payload", "{}", "--json"}));
+    const auto enq =
+        run_cli(db({"ops", "enqueue", "--type", s, "--dedup-key", s, "--payload", "{}", "--json"}));
     if (type_ok) {
       const auto j = expect_json(enq);
       ops::queue oq(*db_);
@@ -142,7 +147,8 @@ TEST_P(hostile_cli, hostile_queue_type_topic_key_and_filter_values_are_stored_an
     }
 
     // outbox: --topic, --key and --idempotency-key are values (≤ 255 bytes).
-    const auto wr = run_cli(db({"outbox", "write", "--topic", s, "--key", s, "--idempotency-key", s, "--json"}), s);
+    const auto wr =
+        run_cli(db({"outbox", "write", "--topic", s, "--key", s, "--idempotency-key", s, "--json"}), s);
     if (s.size() <= 255) {
       const auto j = expect_json(wr);
       const auto id = j["id"].get<std::string>();
@@ -169,7 +175,8 @@ TEST_P(hostile_cli, hostile_queue_type_topic_key_and_filter_values_are_stored_an
 
 TEST_P(hostile_cli, faketime_moves_the_clock_of_a_spool_process_by_two_hours) {
   // The premise of every skew scenario: the wrapper works on this machine.
-  for (const auto& [offset, expected] : std::vector<std::pair<std::string, int>>{{"+2h", 7200}, {"-2h", -7200}}) {
+  for (const auto& [offset, expected] :
+       std::vector<std::pair<std::string, int>>{{"+2h", 7200}, {"-2h", -7200}}) {
     cli_process p("/usr/bin/faketime", {"-f", offset, "/bin/date", "+%s"}, dir_for_files_.path(), "date");
     while (p.running()) std::this_thread::sleep_for(10ms);
     ASSERT_EQ(p.stop(0), 0) << p.err();
@@ -179,10 +186,13 @@ TEST_P(hostile_cli, faketime_moves_the_clock_of_a_spool_process_by_two_hours) {
 }
 
 TEST_P(hostile_cli, an_mq_message_published_by_a_process_two_hours_ahead_is_delivered_on_the_database_clock) {
-  const auto ahead = file_with("ahead.json", R"({"id":"ahead","mediationType":"HTTP","mediationTarget":"u"})");
-  const auto behind = file_with("behind.json", R"({"id":"behind","mediationType":"HTTP","mediationTarget":"u"})");
+  const auto ahead =
+      file_with("ahead.json", R"({"id":"ahead","mediationType":"HTTP","mediationTarget":"u"})");
+  const auto behind =
+      file_with("behind.json", R"({"id":"behind","mediationType":"HTTP","mediationTarget":"u"})");
   ASSERT_EQ(skewed("+2h", {"mq", "publish", "--queue", "q", "--file", ahead.string()}, "ahead").exit_code, 0);
-  ASSERT_EQ(skewed("-2h", {"mq", "publish", "--queue", "q", "--file", behind.string()}, "behind").exit_code, 0);
+  ASSERT_EQ(skewed("-2h", {"mq", "publish", "--queue", "q", "--file", behind.string()}, "behind").exit_code,
+            0);
   mq::queue_options qo;
   qo.name = "q";
   mq::queue q(*db_, qo);
@@ -190,7 +200,8 @@ TEST_P(hostile_cli, an_mq_message_published_by_a_process_two_hours_ahead_is_deli
   std::set<std::string> ids;
   for (const auto& d : got) ids.insert(d.broker_message_id);
   const auto created = [&](const std::string& id) {
-    return std::stoll(*db_->exec("SELECT created_at FROM queue_messages WHERE id = " + p(1), {id}).at(0).at(0));
+    return std::stoll(
+        *db_->exec("SELECT created_at FROM queue_messages WHERE id = " + p(1), {id}).at(0).at(0));
   };
   if (is_pg()) {
     // I1: now is the server's; both are visible at once, stamped with its time.
@@ -249,7 +260,8 @@ TEST_P(hostile_cli, an_mq_claim_by_a_consumer_two_hours_behind_holds_on_postgres
 }
 
 TEST_P(hostile_cli, an_op_enqueued_with_a_delay_by_a_process_two_hours_behind_waits_on_the_database_clock) {
-  const auto r = skewed("-2h", {"ops", "enqueue", "--type", "t", "--delay", "1h", "--payload", "{}", "--json"}, "enq");
+  const auto r =
+      skewed("-2h", {"ops", "enqueue", "--type", "t", "--delay", "1h", "--payload", "{}", "--json"}, "enq");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto id = nlohmann::json::parse(r.out)["id"].get<std::string>();
   ops::queue q(*db_);
@@ -274,9 +286,22 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
   const auto id = q.enqueue(ops::new_op{.type = "slow"}).id;
   // The worker runs a command that outlives the test's checks; its rescuer is
   // off (the test process is the rescuer on a correct clock).
-  std::vector<std::string> args = {"-f", "-2h", cli_path(), "ops", "work", "--type", "slow", "--exec", "sleep 600",
-                                   "--no-rescuer", "--heartbeat-interval", "1s", "--lease-timeout", "60s",
-                                   "--db", uri_};
+  std::vector<std::string> args = {"-f",
+                                   "-2h",
+                                   cli_path(),
+                                   "ops",
+                                   "work",
+                                   "--type",
+                                   "slow",
+                                   "--exec",
+                                   "sleep 600",
+                                   "--no-rescuer",
+                                   "--heartbeat-interval",
+                                   "1s",
+                                   "--lease-timeout",
+                                   "60s",
+                                   "--db",
+                                   uri_};
   cli_process worker("/usr/bin/faketime", args, dir_for_files_.path(), "worker");
   const auto until = std::chrono::steady_clock::now() + 60s;
   while (q.get(id).status != ops::op_status::running && std::chrono::steady_clock::now() < until) {
@@ -299,7 +324,8 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
   worker.kill_group(SIGKILL);
 }
 
-TEST_P(hostile_cli, an_operator_recover_from_a_process_two_hours_ahead_takes_no_fresh_claim_on_postgresql_only) {
+TEST_P(hostile_cli,
+       an_operator_recover_from_a_process_two_hours_ahead_takes_no_fresh_claim_on_postgresql_only) {
   ops::queue q(*db_);
   const auto id = q.enqueue(ops::new_op{.type = "t"}).id;
   const auto claimed = q.dequeue({"t"});  // a live claim, made just now on a correct clock
@@ -325,8 +351,9 @@ TEST_P(hostile_cli, an_envelope_written_by_a_process_two_hours_ahead_is_claimabl
   const auto got = st.claim("relay", 10, 60s);
   if (is_pg()) {
     ASSERT_EQ(got.size(), 1u);
-    const auto created = std::chrono::duration_cast<std::chrono::seconds>(
-                             got[0].message.created_at->time_since_epoch()).count();
+    const auto created =
+        std::chrono::duration_cast<std::chrono::seconds>(got[0].message.created_at->time_since_epoch())
+            .count();
     EXPECT_NEAR(static_cast<double>(created - host_now()), 0, 300);
   } else {
     // SQLite: available_at is the writer's clock, 2 h ahead: pending but not

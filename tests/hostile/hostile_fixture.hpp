@@ -179,7 +179,8 @@ inline std::string hostile_engine_name(const ::testing::TestParamInfo<engine>& i
   return info.param == engine::postgres ? "postgres" : "sqlite";
 }
 
-#define SPOOL_HOSTILE_BOTH_ENGINES(suite) \
-  INSTANTIATE_TEST_SUITE_P(engines, suite, ::testing::Values(engine::postgres, engine::sqlite), hostile_engine_name)
+#define SPOOL_HOSTILE_BOTH_ENGINES(suite)                                                       \
+  INSTANTIATE_TEST_SUITE_P(engines, suite, ::testing::Values(engine::postgres, engine::sqlite), \
+                           hostile_engine_name)
 
 }  // namespace spool::test

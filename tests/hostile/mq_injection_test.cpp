@@ -47,7 +47,8 @@ TEST_P(hostile_mq, a_hostile_queue_name_is_a_literal_value_on_publish_poll_and_a
       continue;
     }
     EXPECT_FALSE(refused_by_engine(s));
-    const auto stored = db_->exec("SELECT queue_name FROM queue_messages WHERE id = " + p(1), {std::string("m1")});
+    const auto stored =
+        db_->exec("SELECT queue_name FROM queue_messages WHERE id = " + p(1), {std::string("m1")});
     ASSERT_EQ(stored.size(), 1u);
     EXPECT_EQ(*stored[0][0], s) << "the queue name is stored byte for byte";
     expect_only(before, take_fingerprint(), {{"queue_messages", 1}}, "publish adds exactly one row");
@@ -108,8 +109,14 @@ TEST_P(hostile_mq, every_message_field_carries_a_hostile_value_byte_for_byte) {
       {"mediationType", [](mq::message& m, const std::string& v) { m.mediation_type = v; }},
       {"mediationTarget", [](mq::message& m, const std::string& v) { m.mediation_target = v; }},
       {"dispatchMode", [](mq::message& m, const std::string& v) { m.dispatch_mode = v; }},
-      {"extra key", [](mq::message& m, const std::string& v) { m.extra.push_back({"x" + v, "1"}); }},
-      {"extra value", [](mq::message& m, const std::string& v) { m.extra.push_back({"x", nlohmann::json(v).dump()}); }},
+      {"extra key",
+       [](mq::message& m, const std::string& v) {
+         m.extra.push_back({"x" + v, "1"});
+       }},
+      {"extra value",
+       [](mq::message& m, const std::string& v) {
+         m.extra.push_back({"x", nlohmann::json(v).dump()});
+       }},
   };
   int n = 0;
   for (const auto& [field, set] : fields) {
@@ -129,8 +136,8 @@ TEST_P(hostile_mq, every_message_field_carries_a_hostile_value_byte_for_byte) {
         continue;
       }
       expect_only(before, take_fingerprint(), {{"queue_messages", 1}}, "publish adds exactly one row");
-      const auto stored =
-          db_->exec("SELECT id, message_group_id FROM queue_messages WHERE queue_name = " + p(1), {std::string("q")});
+      const auto stored = db_->exec(
+          "SELECT id, message_group_id FROM queue_messages WHERE queue_name = " + p(1), {std::string("q")});
       ASSERT_EQ(stored.size(), 1u);
       EXPECT_EQ(*stored[0][0], m.id) << "the id column holds the id byte for byte";
       EXPECT_EQ(stored[0][1], m.message_group_id) << "the group column holds the group byte for byte";
@@ -208,9 +215,11 @@ TEST_P(hostile_mq, hostile_redrive_ids_reason_and_actor_are_bound_values) {
   }
   // A quarantined row with a hostile id and reason is redriven literally.
   const std::string s = "'; DROP TABLE queue_messages; --";
-  db_->exec("INSERT INTO queue_messages_failed (id, queue_name, payload, error_message, created_at, failed_at) VALUES (" +
-                p(1) + ", 'q', " + p(2) + ", 'x', 0, 0)",
-            {s, std::string("{\"id\":\"x\"}")});
+  db_->exec(
+      "INSERT INTO queue_messages_failed (id, queue_name, payload, error_message, created_at, failed_at) "
+      "VALUES (" +
+          p(1) + ", 'q', " + p(2) + ", 'x', 0, 0)",
+      {s, std::string("{\"id\":\"x\"}")});
   mq::redrive_options o;
   o.ids = {s};
   o.reason = s;

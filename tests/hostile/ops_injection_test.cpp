@@ -30,7 +30,8 @@ TEST_P(hostile_ops, hostile_table_schema_and_channel_options_are_refused_as_inva
       } catch (const spool::error& e) {
         EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
         EXPECT_EQ(e.reason(), "invalid_identifier") << e.what();
-        EXPECT_NE(std::string(e.what()).find(setting == "notify_channel" ? "channel" : setting), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find(setting == "notify_channel" ? "channel" : setting),
+                  std::string::npos)
             << e.what();
       }
     }
@@ -118,7 +119,8 @@ TEST_P(hostile_ops, hostile_ids_tokens_owners_filters_and_cursors_match_nothing_
       q.ack("held", s);
       ADD_FAILURE() << "a hostile token acked the held op";
     } catch (const spool::error& e) {
-      EXPECT_TRUE(e.code() == errc::lease_lost || (refused_by_engine(s) && e.code() == errc::invalid_argument))
+      EXPECT_TRUE(e.code() == errc::lease_lost ||
+                  (refused_by_engine(s) && e.code() == errc::invalid_argument))
           << e.what();
     }
     try {

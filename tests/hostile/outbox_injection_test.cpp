@@ -146,14 +146,15 @@ TEST_P(hostile_outbox, hostile_envelope_fields_round_trip_through_write_claim_in
     const auto replayed = st.replay(r);
     ASSERT_EQ(replayed.items.size(), 1u);
     EXPECT_EQ(replayed.items[0].first, e.id);
-    const auto audit = db_->exec("SELECT requested_by, reason FROM outbox_messages_replay_audit WHERE replay_id = " +
-                                     p(1),
-                                 {replayed.replay_id});
+    const auto audit =
+        db_->exec("SELECT requested_by, reason FROM outbox_messages_replay_audit WHERE replay_id = " + p(1),
+                  {replayed.replay_id});
     ASSERT_FALSE(audit.empty());
     EXPECT_EQ(*audit[0][0], owner);
     EXPECT_EQ(*audit[0][1], r.reason);
     db_->exec("DELETE FROM outbox_messages WHERE id = " + p(1), {e.id});
-    expect_only(before, take_fingerprint(), {{"outbox_messages_replay_audit", +1}}, "replay adds its audit only");
+    expect_only(before, take_fingerprint(), {{"outbox_messages_replay_audit", +1}},
+                "replay adds its audit only");
   }
 }
 

@@ -124,7 +124,8 @@ TEST_P(oversize, an_op_payload_over_max_payload_bytes_is_refused_and_a_batch_wit
     EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
     EXPECT_NE(std::string(e.what()).find("op 2 of the batch"), std::string::npos) << e.what();
   }
-  in_tx(*db_, [&](auto& tx) { EXPECT_SPOOL_ERROR((void)q.enqueue_batch(tx, batch), errc::invalid_argument); });
+  in_tx(*db_,
+        [&](auto& tx) { EXPECT_SPOOL_ERROR((void)q.enqueue_batch(tx, batch), errc::invalid_argument); });
   expect_only(before, take_fingerprint(), {}, "nothing inserted");
 
   ops::queue_options o;
@@ -165,7 +166,8 @@ TEST_P(oversize, every_outbox_envelope_limit_refuses_one_byte_over_with_its_reas
   add("id_too_large", [&](auto& e) { e.id = std::string(l.max_id_bytes + 1, 'i'); });
   add("topic_too_large", [&](auto& e) { e.topic = std::string(l.max_topic_bytes + 1, 't'); });
   add("payload_too_large", [&](auto& e) { e.payload = std::string(l.max_payload_bytes + 1, '\0'); });
-  add("ordering_key_too_large", [&](auto& e) { e.ordering_key = std::string(l.max_ordering_key_bytes + 1, 'k'); });
+  add("ordering_key_too_large",
+      [&](auto& e) { e.ordering_key = std::string(l.max_ordering_key_bytes + 1, 'k'); });
   add("idempotency_key_too_large",
       [&](auto& e) { e.idempotency_key = std::string(l.max_idempotency_key_bytes + 1, 'k'); });
   add("metadata_entries_too_large", [&](auto& e) {
@@ -226,7 +228,9 @@ TEST_P(oversize, an_outbox_batch_over_max_batch_size_is_batch_too_large_and_writ
   outbox::writer dflt(*db_);
   std::vector<outbox::envelope> hundred_one;
   for (int i = 0; i < 101; ++i) hundred_one.push_back(env("d" + std::to_string(i)));
-  in_tx(*db_, [&](auto& tx) { EXPECT_SPOOL_ERROR((void)dflt.insert_batch(tx, hundred_one), errc::invalid_argument); });
+  in_tx(*db_, [&](auto& tx) {
+    EXPECT_SPOOL_ERROR((void)dflt.insert_batch(tx, hundred_one), errc::invalid_argument);
+  });
   wo.max_batch_size = 5001;
   EXPECT_SPOOL_ERROR(outbox::writer(*db_, wo), errc::invalid_argument);
   wo.max_batch_size = 0;

@@ -22,7 +22,8 @@ using bad_utf8 = hostile;
 // UTF-16 surrogate, a truncated sequence, a 5-byte form, a code point above
 // U+10FFFF — each inside otherwise valid text.
 std::vector<std::string> invalid_utf8() {
-  return {"ok\x80", "\xff", "a\xc0\xaf", "\xed\xa0\x80", "trunc\xe2\x82", "\xf8\x88\x80\x80\x80", "\xf4\x90\x80\x80"};
+  return {"ok\x80",          "\xff", "a\xc0\xaf", "\xed\xa0\x80", "trunc\xe2\x82", "\xf8\x88\x80\x80\x80",
+          "\xf4\x90\x80\x80"};
 }
 
 template <class Fn>
@@ -52,8 +53,14 @@ TEST_P(bad_utf8, every_mq_message_string_with_invalid_utf8_is_invalid_argument_n
       {"mediationType", [](mq::message& m, const std::string& v) { m.mediation_type = v; }},
       {"mediationTarget", [](mq::message& m, const std::string& v) { m.mediation_target = v; }},
       {"dispatchMode", [](mq::message& m, const std::string& v) { m.dispatch_mode = v; }},
-      {"x", [](mq::message& m, const std::string& v) { m.extra.push_back({"x", "\"" + v + "\""}); }},
-      {"extra", [](mq::message& m, const std::string& v) { m.extra.push_back({v, "1"}); }},
+      {"x",
+       [](mq::message& m, const std::string& v) {
+         m.extra.push_back({"x", "\"" + v + "\""});
+       }},
+      {"extra",
+       [](mq::message& m, const std::string& v) {
+         m.extra.push_back({v, "1"});
+       }},
   };
   const auto before = take_fingerprint();
   for (const auto& [field, set] : fields) {
@@ -69,7 +76,9 @@ TEST_P(bad_utf8, every_mq_message_string_with_invalid_utf8_is_invalid_argument_n
         EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
         EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << "names the field: " << e.what();
       }
-      in_tx(*db_, [&](auto& tx) { EXPECT_SPOOL_ERROR(mq::insert_batch(tx, {{"q", m}}), errc::invalid_argument); });
+      in_tx(*db_, [&](auto& tx) {
+        EXPECT_SPOOL_ERROR(mq::insert_batch(tx, {{"q", m}}), errc::invalid_argument);
+      });
     }
   }
   expect_only(before, take_fingerprint(), {}, "nothing inserted");

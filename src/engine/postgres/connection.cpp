@@ -85,15 +85,18 @@ struct text_params {
       // store a different value. PostgreSQL text cannot hold U+0000 anyway,
       // so refuse it before anything is sent.
       if (!is_null && texts[i].find('\0') != std::string::npos) {
-        throw error(errc::invalid_argument,
-                    fmt::format("statement parameter ${} contains a NUL byte, which PostgreSQL text cannot store",
-                                i + 1),
-                    "nul_in_text");
+        throw error(
+            errc::invalid_argument,
+            fmt::format("statement parameter ${} contains a NUL byte, which PostgreSQL text cannot store",
+                        i + 1),
+            "nul_in_text");
       }
       if (!is_null && utf8 && !spool::detail::is_utf8(texts[i])) {
-        throw error(errc::invalid_argument,
-                    fmt::format("statement parameter ${} is not valid UTF-8 (the connection's client_encoding)", i + 1),
-                    "invalid_encoding");
+        throw error(
+            errc::invalid_argument,
+            fmt::format("statement parameter ${} is not valid UTF-8 (the connection's client_encoding)",
+                        i + 1),
+            "invalid_encoding");
       }
       ptrs[i] = is_null ? nullptr : texts[i].c_str();
     }
