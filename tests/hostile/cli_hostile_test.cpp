@@ -286,22 +286,16 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
   const auto id = q.enqueue(ops::new_op{.type = "slow"}).id;
   // The worker runs a command that outlives the test's checks; its rescuer is
   // off (the test process is the rescuer on a correct clock).
-  std::vector<std::string> args = {"-f",
-                                   "-2h",
-                                   cli_path(),
-                                   "ops",
-                                   "work",
-                                   "--type",
-                                   "slow",
-                                   "--exec",
-                                   "sleep 600",
-                                   "--no-rescuer",
-                                   "--heartbeat-interval",
-                                   "1s",
-                                   "--lease-timeout",
-                                   "60s",
-                                   "--db",
-                                   uri_};
+  // The command records its process group (the CLI gives each command one
+  // of its own) so that the test can kill it too and reap the orphan.
+  child_subreaper reaper;
+  const auto pgid_file = dir_for_files_.path() / "command.pgid";
+  const std::string command = "echo $$ > '" + pgid_file.string() + "'; exec sleep 600";
+  // clang-format off
+  const std::vector<std::string> args = {
+      "-f", "-2h", cli_path(), "ops", "work", "--type", "slow", "--exec", command, "--no-rescuer",
+      "--heartbeat-interval", "1s", "--lease-timeout", "60s", "--db", uri_};
+  // clang-format on
   cli_process worker("/usr/bin/faketime", args, dir_for_files_.path(), "worker");
   const auto until = std::chrono::steady_clock::now() + 60s;
   while (q.get(id).status != ops::op_status::running && std::chrono::steady_clock::now() < until) {
@@ -322,6 +316,23 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
     EXPECT_EQ(q.get(id).status, ops::op_status::pending);
   }
   worker.kill_group(SIGKILL);
+  const auto until_pgid = std::chrono::steady_clock::now() + 30s;
+  while (read_file(pgid_file).empty() && std::chrono::steady_clock::now() < until_pgid) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const auto pgid = read_file(pgid_file);
+  ASSERT_FALSE(pgid.empty()) << "the command never started";
+  // faketime runs `spool` as its child: the command is re-parented to this
+  // process (the subreaper) only once that child is gone, so kill and reap
+  // until the group is empty.
+  const auto group = static_cast<pid_t>(std::stol(pgid));
+  const auto until_gone = std::chrono::steady_clock::now() + 30s;
+  do {
+    kill_process_group(group);
+    if (!process_group_exists(group)) break;
+    std::this_thread::sleep_for(20ms);
+  } while (std::chrono::steady_clock::now() < until_gone);
+  EXPECT_FALSE(process_group_exists(group)) << "the handler command survived";
 }
 
 TEST_P(hostile_cli,
