@@ -335,6 +335,39 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
   EXPECT_FALSE(process_group_exists(group)) << "the handler command survived";
 }
 
+TEST_P(hostile_cli, a_worker_two_hours_ahead_runs_each_op_a_correct_clock_enqueued_exactly_once) {
+  ops::queue q(*db_);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(q.enqueue(ops::new_op{.type = "t"}).id);
+  const auto calls = dir_for_files_.path() / "calls";
+  const std::string command = "echo \"$SPOOL_OP_ID\" >> '" + calls.string() + "'";
+  // libfaketime preloaded directly (the faketime wrapper forks, and would
+  // take the SIGTERM meant for the worker's graceful stop).
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+  ASSERT_TRUE(std::filesystem::exists(lib)) << "libfaketime is not installed: run scripts/install-deps.sh";
+  cli_process worker("/usr/bin/env",
+                     {"LD_PRELOAD=" + lib, "FAKETIME=+2h", cli_path(), "ops", "work", "--type", "t", "--exec",
+                      command, "--db", uri_},
+                     dir_for_files_.path(), "worker");
+  // Every op reaches done (counted by status, whatever clock stamped finished_at).
+  const auto done = [&] { return count_rows("ops_queue WHERE status = 'done'"); };
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (done() < 3 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
+  for (const auto& id : ids) {
+    const auto op = q.get(id);
+    EXPECT_EQ(op.status, ops::op_status::done) << id;
+    EXPECT_EQ(op.attempts, 1) << id;
+    // The skew took effect where the engine lets it: SQLite's started_at is
+    // the worker's clock, PostgreSQL's the server's.
+    ASSERT_TRUE(op.started_at.has_value()) << id;
+    const auto started =
+        std::chrono::duration_cast<std::chrono::seconds>(op.started_at->time_since_epoch()).count();
+    EXPECT_NEAR(static_cast<double>(started - host_now()), is_pg() ? 0 : 7200, 300) << id;
+  }
+  EXPECT_EQ(count_lines(read_file(calls)), 3) << "one handler call per op";
+}
+
 TEST_P(hostile_cli,
        an_operator_recover_from_a_process_two_hours_ahead_takes_no_fresh_claim_on_postgresql_only) {
   ops::queue q(*db_);
