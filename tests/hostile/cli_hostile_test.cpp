@@ -171,6 +171,51 @@ TEST_P(hostile_cli, hostile_queue_type_topic_key_and_filter_values_are_stored_an
   }
 }
 
+// ---- invalid UTF-8 and oversized input through the command line ----
+
+TEST_P(hostile_cli,
+       invalid_utf8_and_oversized_input_on_the_command_line_are_typed_errors_that_change_nothing) {
+  const auto before = take_fingerprint();
+  const std::string line = R"({"id":"a)"
+                           "\xff"
+                           R"(b","mediationType":"HTTP","mediationTarget":"u"})";
+  expect_failure(run_cli(db({"mq", "publish", "--queue", "q"}), line + "\n"), 1,
+                 "spool: invalid_argument/invalid_encoding: input line 1");
+  expect_failure(run_cli(db({"mq", "publish", "--queue", "q\xff"}), "{}\n"), 1,
+                 "spool: invalid_argument/invalid_encoding");
+  expect_failure(run_cli(db({"ops", "enqueue", "--type", "t\xff", "--payload", "{}"})), 1,
+                 "spool: invalid_argument");
+  expect_failure(run_cli(db({"ops", "enqueue", "--type", "t"}), "{\"k\":\"\xff\"}"), 1,
+                 "spool: invalid_argument");
+  expect_failure(run_cli(db({"outbox", "write", "--topic", "t\xff"}), "x"), 1,
+                 "spool: invalid_argument/invalid_encoding");
+  expect_failure(run_cli(db({"outbox", "write", "--topic", "t", "--key", "\xc0\xaf"}), "x"), 1,
+                 "spool: invalid_argument/invalid_encoding");
+
+  // One byte over 1 MiB on stdin.
+  const std::size_t mib = 1u << 20;
+  const std::string base = R"({"id":"big","mediationType":"HTTP","mediationTarget":"u","poolCode":""})";
+  std::string big_line = base;
+  big_line.insert(big_line.size() - 2, std::string(mib + 1 - base.size(), 'p'));
+  ASSERT_EQ(big_line.size(), mib + 1);
+  expect_failure(run_cli(db({"mq", "publish", "--queue", "q"}), big_line + "\n"), 1,
+                 "spool: invalid_argument/payload_too_large");
+  expect_failure(run_cli(db({"outbox", "write", "--topic", "t"}), std::string(mib + 1, 'x')), 1,
+                 "spool: invalid_argument/payload_too_large");
+  expect_failure(run_cli(db({"ops", "enqueue", "--type", "t"}), "{\"s\":\"" + std::string(mib, 'x') + "\"}"),
+                 1, "spool: invalid_argument/payload_too_large");
+  expect_only(before, take_fingerprint(), {}, "no refused command changed anything");
+
+  // The outbox payload is opaque bytes: stored byte for byte.
+  const std::string opaque = std::string("\xff\xc0\xaf\0\xed\xa0\x80", 7);
+  const auto j = expect_json(run_cli(db({"outbox", "write", "--topic", "t", "--json"}), opaque));
+  outbox::store st(*db_);
+  const auto got = st.claim("relay", 1, 60s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].message.id, j["id"].get<std::string>());
+  EXPECT_EQ(got[0].message.payload, opaque);
+}
+
 // ---- clock skew between processes ----
 
 TEST_P(hostile_cli, faketime_moves_the_clock_of_a_spool_process_by_two_hours) {
