@@ -6,6 +6,7 @@
 #include "hostile/hostile_fixture.hpp"
 #include "spool/mq/queue.hpp"
 #include "spool/ops/queue.hpp"
+#include "spool/outbox/store.hpp"
 #include "spool/outbox/writer.hpp"
 #include "spool/pg.hpp"
 #include "spool/sqlite.hpp"
@@ -239,6 +240,38 @@ TEST_P(oversize, an_outbox_batch_over_max_batch_size_is_batch_too_large_and_writ
   batch.pop_back();
   in_tx(*db_, [&](auto& tx) { EXPECT_EQ(w.insert_batch(tx, batch).size(), 5u); });
   expect_only(before, take_fingerprint(), {{"outbox_messages", 5}}, "exactly max_batch_size is written");
+}
+
+TEST_P(oversize, outbox_claims_and_replays_over_their_batch_limits_are_refused_and_change_nothing) {
+  outbox::writer w(*db_);
+  in_tx(*db_, [&](auto& tx) { (void)w.insert(tx, env("r")); });
+  outbox::store st(*db_);
+  const auto before = take_fingerprint();
+  const auto rows_before = db_->exec("SELECT * FROM outbox_messages");
+  auto expect_reason = [](auto&& fn, const std::string& reason) {
+    try {
+      fn();
+      ADD_FAILURE() << "accepted";
+    } catch (const spool::error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
+      EXPECT_EQ(e.reason(), reason) << e.what();
+    }
+  };
+  // max_claim_batch (default 100, at most 1,000) and max_admin_batch (100).
+  expect_reason([&] { (void)st.claim("relay", 101, std::chrono::seconds(60)); }, "invalid_claim_limit");
+  outbox::replay_request r;
+  for (int i = 0; i < 101; ++i) r.ids.push_back("r" + std::to_string(i));
+  r.requested_by = "ops";
+  r.reason = "too many";
+  expect_reason([&] { (void)st.replay(r); }, "invalid_admin_limit");
+  r.ids = {"r"};
+  r.reason = std::string(4097, 'x');
+  expect_reason([&] { (void)st.replay(r); }, "value_outside_bounds");
+  outbox::inspect_query q;
+  q.limit = 101;
+  expect_reason([&] { (void)st.inspect(q); }, "invalid_admin_limit");
+  EXPECT_EQ(db_->exec("SELECT * FROM outbox_messages"), rows_before);
+  expect_only(before, take_fingerprint(), {}, "nothing changed");
 }
 
 SPOOL_HOSTILE_BOTH_ENGINES(oversize);
