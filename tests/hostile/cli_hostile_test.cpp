@@ -65,8 +65,9 @@ class hostile_cli : public hostile {
     return r;
   }
 
-  // Seconds between the database's clock and this process's: 0 on SQLite
-  // (its clock is the host's), the server's on PostgreSQL.
+  // This (unskewed) process's clock in Unix seconds. The test's PostgreSQL
+  // server runs on the same host, so its clock agrees within the tolerances
+  // the scenarios allow.
   std::int64_t host_now() const {
     return std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch())
