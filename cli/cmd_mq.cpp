@@ -97,6 +97,16 @@ void run_publish(cli_context& ctx, const mq_args& a) {
   std::vector<spool::mq::message> batch;
   batch.reserve(lines.size());
   for (const auto& [number, text] : lines) {
+    // The decoder is lenient (§3.2: it reads legacy rows, turning invalid
+    // UTF-8 into U+FFFD); input to publish must not be altered silently, as
+    // encode refuses invalid UTF-8 from code. A strict dump of the line as a
+    // JSON string is the well-formedness check.
+    try {
+      (void)ojson(text).dump();
+    } catch (const ojson::type_error&) {
+      throw spool::error(spool::errc::invalid_argument,
+                         fmt::format("input line {} is not valid UTF-8", number), "invalid_encoding");
+    }
     auto decoded = spool::mq::decode(text);
     if (!decoded.ok())
       throw invalid(fmt::format("input line {} is not a message: {}", number, decoded.error));

@@ -15,6 +15,7 @@
 
 #include "common/call_guard.hpp"
 #include "common/identifier.hpp"
+#include "common/utf8.hpp"
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
 #include "engine/postgres/tx_impl.hpp"
@@ -84,6 +85,14 @@ publish_result to_result(const std::vector<detail::encoded_row>& rows, const std
 
 void check_queue_name(const std::string& name) {
   if (name.empty()) throw error(errc::invalid_argument, "queue name must not be empty");
+  // The name is stored in queue_name (text): the same rule as the message's
+  // strings (§3.1), on both engines, so SQLite does not store raw bytes that
+  // PostgreSQL would refuse.
+  if (!spool::detail::is_utf8(name)) {
+    throw error(errc::invalid_argument,
+                fmt::format("queue name \"{}\" is not valid UTF-8", truncate_utf8(name, 64)),
+                "invalid_encoding");
+  }
 }
 
 }  // namespace

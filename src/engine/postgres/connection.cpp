@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "common/call_guard.hpp"
+#include "common/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::pg::detail {
@@ -72,10 +73,31 @@ std::string to_text(const param& p, bool& is_null) {
 
 // Parameters as libpq wants them: text, NULL as a null pointer.
 struct text_params {
-  explicit text_params(const std::vector<param>& params) : texts(params.size()), ptrs(params.size()) {
+  // utf8: the connection's client_encoding is UTF8, so the server would
+  // refuse ill-formed UTF-8 anyway (SQLSTATE 22021, aborting the caller's
+  // transaction): refuse it here, typed, before anything is sent.
+  text_params(const std::vector<param>& params, bool utf8) : texts(params.size()), ptrs(params.size()) {
     for (std::size_t i = 0; i < params.size(); ++i) {
       bool is_null = false;
       texts[i] = to_text(params[i], is_null);
+      // libpq reads a text parameter up to its first NUL: a value with an
+      // embedded NUL would reach the server cut short and could match or
+      // store a different value. PostgreSQL text cannot hold U+0000 anyway,
+      // so refuse it before anything is sent.
+      if (!is_null && texts[i].find('\0') != std::string::npos) {
+        throw error(
+            errc::invalid_argument,
+            fmt::format("statement parameter ${} contains a NUL byte, which PostgreSQL text cannot store",
+                        i + 1),
+            "nul_in_text");
+      }
+      if (!is_null && utf8 && !spool::detail::is_utf8(texts[i])) {
+        throw error(
+            errc::invalid_argument,
+            fmt::format("statement parameter ${} is not valid UTF-8 (the connection's client_encoding)",
+                        i + 1),
+            "invalid_encoding");
+      }
       ptrs[i] = is_null ? nullptr : texts[i].c_str();
     }
   }
@@ -89,7 +111,7 @@ result_ptr connection::exec(std::string_view sql, const std::vector<param>& para
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
                 "connection_lost");
   }
-  const text_params p(params);
+  const text_params p(params, client_utf8());
   if (limits.limited()) {
     return exec_limited(std::string(sql), static_cast<int>(params.size()), p.ptrs.data(), what, limits);
   }
@@ -193,6 +215,11 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
                 "connection_lost");
   }
+  // Every statement's parameters are checked before pipeline mode and the
+  // first send (reserve: the pointers into each text_params must not move).
+  std::vector<text_params> all;
+  all.reserve(statements.size());
+  for (const auto& s : statements) all.emplace_back(s.params, client_utf8());
   if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
   struct exit_guard {
     PGconn* c;
@@ -201,8 +228,9 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     }
   } guard{conn_};
   bool sent_any = false;
-  for (const auto& s : statements) {
-    const text_params p(s.params);
+  for (std::size_t k = 0; k < statements.size(); ++k) {
+    const auto& s = statements[k];
+    const text_params& p = all[k];
     const std::string sql(s.sql);
     if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(s.params.size()), nullptr, p.ptrs.data(),
                           nullptr, nullptr, 0) != 1) {

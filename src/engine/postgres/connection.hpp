@@ -40,6 +40,11 @@ class connection {
   [[nodiscard]] PGconn* native() const noexcept { return conn_; }
   [[nodiscard]] bool healthy() const noexcept { return conn_ && PQstatus(conn_) == CONNECTION_OK; }
   [[nodiscard]] bool in_transaction() const noexcept;
+  // True when the session's client_encoding is UTF8 (libpq tracks it from
+  // the server's ParameterStatus, so a SET is seen too).
+  [[nodiscard]] bool client_utf8() const noexcept {
+    return conn_ != nullptr && std::string_view(pg_encoding_to_char(PQclientEncoding(conn_))) == "UTF8";
+  }
 
   // Runs one statement with text parameters; returns the result on success,
   // throws spool::error otherwise.
