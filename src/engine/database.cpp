@@ -74,6 +74,7 @@ std::shared_ptr<void> database_impl::subscribe(const std::string& channel, subsc
   listen(channel);
   // The database outlives every driver that subscribes (each holds it).
   struct unsubscribe {
+    unsubscribe(database_impl* d, std::uint64_t i) : db(d), id(i) {}  // clang 14: no aggregate make_shared
     database_impl* db;
     std::uint64_t id;
     ~unsubscribe() {
