@@ -6,7 +6,6 @@
 // Each argument is also given to the duration parsers, which accept it or
 // raise spool::error(invalid_argument).
 #include <CLI/CLI.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -42,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto app = spool::cli::build_app(ctx);
     const auto code = spool::cli::parse_only(*app, argv, ctx, out, err);
     if (code) {
-      check(*code == spool::cli::exit_ok || *code == spool::cli::exit_usage, "parse ended with an unexpected code");
+      check(*code == spool::cli::exit_ok || *code == spool::cli::exit_usage,
+            "parse ended with an unexpected code");
       if (*code == spool::cli::exit_usage) {
         const std::string e = err.str();
         check(e.starts_with("spool: usage: ") && e.find('\n') == e.size() - 1, "usage error is not one line");

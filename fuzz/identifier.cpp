@@ -5,6 +5,8 @@
 // embedded quote doubled); a rejection names the value escaped, so the
 // message holds printable ASCII only; configurations and migration scripts
 // with fuzzed names either render or raise spool::error(invalid_argument).
+#include "common/identifier.hpp"
+
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
@@ -12,7 +14,6 @@
 #include <string>
 #include <string_view>
 
-#include "common/identifier.hpp"
 #include "fuzz_check.hpp"
 #include "spool/migrate.hpp"
 #include "spool/outbox/writer.hpp"
@@ -31,7 +32,8 @@ std::optional<std::string> unquote(std::string_view q) {
   std::string out;
   for (std::size_t i = 1; i + 1 < q.size(); ++i) {
     if (q[i] == '"') {
-      if (i + 2 >= q.size() || q[i + 1] != '"') return std::nullopt;  // an unescaped quote ends the name early
+      if (i + 2 >= q.size() || q[i + 1] != '"')
+        return std::nullopt;  // an unescaped quote ends the name early
       ++i;
     }
     out += q[i];
@@ -97,7 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string script = spool::migration_script(spool::engine::postgres, mo);
     check(!script.empty(), "an empty migration script");
     if (!a.empty()) {
-      check(script.find(spool::detail::quote_identifier(a)) != std::string::npos, "schema not quoted in the script");
+      check(script.find(spool::detail::quote_identifier(a)) != std::string::npos,
+            "schema not quoted in the script");
     }
   } catch (const spool::error& e) {
     check_error(e, errc::invalid_argument);

@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const std::string id = spool::mq::receipt_id(input);
     check(input.size() >= 37, "a short receipt parsed");
-    check(spool::detail::is_uuid(input.substr(0, 36)) && input[36] == ':', "a receipt without <uuid>: parsed");
+    check(spool::detail::is_uuid(input.substr(0, 36)) && input[36] == ':',
+          "a receipt without <uuid>: parsed");
     check(id == input.substr(37), "receipt_id is not the text after <uuid>:");
   } catch (const spool::error& e) {
     check_error(e, errc::invalid_argument);
@@ -44,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       const std::string again = spool::ops::detail::encode_cursor(*key);
       const auto key2 = spool::ops::detail::decode_cursor(again);
-      check(key2 && key2->id == key->id && key2->enqueued_at == key->enqueued_at, "cursor does not round-trip");
+      check(key2 && key2->id == key->id && key2->enqueued_at == key->enqueued_at,
+            "cursor does not round-trip");
     }
   } catch (const spool::error& e) {
     check_error(e, errc::invalid_argument);
@@ -52,8 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   try {
     spool::ops::detail::check_name("type", input);
-    check(!input.empty() && input.size() <= 255 && spool::ops::detail::valid_utf8(input), "check_name too lax");
-    for (char c : input) check(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f, "control character accepted");
+    check(!input.empty() && input.size() <= 255 && spool::ops::detail::valid_utf8(input),
+          "check_name too lax");
+    for (char c : input)
+      check(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f, "control character accepted");
   } catch (const spool::error& e) {
     check_error(e, errc::invalid_argument);
   }

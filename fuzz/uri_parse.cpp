@@ -18,6 +18,7 @@
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,19 +48,42 @@ std::optional<std::map<std::string, std::string>> libpq_secrets(const std::strin
   return out;
 }
 
+// For the report of a broken property: the text with bytes outside printable ASCII as \xNN.
+std::string escaped(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 void check_raw(const std::string& text) {
   const std::string shown = spool::redact_password(text);
   if (text.find('\0') != std::string::npos) return;  // libpq reads C strings
   const auto after = libpq_secrets(shown);
   if (after) {
-    for (const auto& [k, v] : *after) check(v.empty() || v == "***", "libpq reads a secret from the redacted text");
+    for (const auto& [k, v] : *after) {
+      if (!v.empty() && v != "***") {
+        std::fprintf(stderr, "text:     %s\nredacted: %s\n%s: %s\n", escaped(text).c_str(),
+                     escaped(shown).c_str(), k.c_str(), escaped(v).c_str());
+        spool::fuzz::fail("libpq reads a secret from the redacted text");
+      }
+    }
   }
   const auto before = libpq_secrets(text);
   if (before && !before->empty()) {
-    check(after.has_value(), "redaction made a text with a password unreadable to libpq");
-    for (const auto& [k, v] : *before) {
-      if (v.empty()) continue;
-      check(after->count(k) == 1, "redaction dropped a secret instead of masking it");
+    bool masked = after.has_value();
+    for (const auto& [k, v] : *before) masked = masked && (v.empty() || after->count(k) == 1);
+    if (!masked) {
+      std::fprintf(stderr, "text:     %s\nredacted: %s\n", escaped(text).c_str(), escaped(shown).c_str());
+      spool::fuzz::fail("libpq reads a secret from the text but no masked one from the redacted text");
     }
   }
 
@@ -79,7 +103,9 @@ std::string percent(std::string_view s, bool all) {
   static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if (unreserved(c) || (!all && c > 0x20 && c < 0x7f && std::string_view("%@/&=?#:[]'\\\"").find(static_cast<char>(c)) == std::string_view::npos)) {
+    if (unreserved(c) ||
+        (!all && c > 0x20 && c < 0x7f &&
+         std::string_view("%@/&=?#:[]'\\\"").find(static_cast<char>(c)) == std::string_view::npos)) {
       out += static_cast<char>(c);
     } else {
       out += '%';
@@ -114,6 +140,7 @@ void check_structured(FuzzedDataProvider& in) {
   const std::string user = plain(in), host = plain(in), db = plain(in), app = plain(in);
   std::string spelled;  // the password as written
   std::string before, after;
+  std::string mask = "***";  // what a perfect redaction writes instead
   const char* key = form == 3 ? "sslpassword" : "password";
   if (form == 0) {  // postgres://user:PASSWORD@host/db
     spelled = percent(password, in.ConsumeBool());
@@ -135,19 +162,23 @@ void check_structured(FuzzedDataProvider& in) {
     };
     const bool quoted = in.ConsumeBool();
     spelled = conninfo_value(password, quoted);
+    if (quoted) mask = "'***'";
     before = space(false) + "host=" + host + space(true) + key + space(false) + "=" + space(false);
     after = (quoted && in.ConsumeBool() ? "" : space(true)) + "dbname=" + db + space(false);
   }
   const std::string text = before + spelled + after;
   const auto secrets = libpq_secrets(text);
-  if (!secrets || !secrets->count(key) || secrets->at(key) != password) return;  // not the spelling libpq reads
-  const std::string ideal = before + "***" + after;
+  if (!secrets || !secrets->count(key) || secrets->at(key) != password)
+    return;  // not the spelling libpq reads
+  const std::string ideal = before + mask + after;
   const std::string shown = spool::redact_password(text);
-  if (ideal.find(password) == std::string::npos) {
-    check(shown.find(password) == std::string::npos, "the password appears in the redacted text");
-  }
-  if (ideal.find(spelled) == std::string::npos) {
-    check(shown.find(spelled) == std::string::npos, "the spelled password appears in the redacted text");
+  const bool leaks_password =
+      ideal.find(password) == std::string::npos && shown.find(password) != std::string::npos;
+  const bool leaks_spelling =
+      ideal.find(spelled) == std::string::npos && shown.find(spelled) != std::string::npos;
+  if (leaks_password || leaks_spelling) {
+    std::fprintf(stderr, "text:     %s\nredacted: %s\n", escaped(text).c_str(), escaped(shown).c_str());
+    spool::fuzz::fail("the password or its spelling appears in the redacted text");
   }
 }
 
