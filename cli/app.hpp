@@ -26,7 +26,7 @@ inline constexpr int exit_usage = 2;
 // reported on err: 2), or nullopt when ctx.action holds the command to run.
 // Runs nothing and touches no database. Errors: whatever CLI11 raises while
 // building (not a ParseError), and std::bad_alloc.
-[[nodiscard]] std::optional<int> parse_only(CLI::App& app, const std::vector<std::string>& argv, cli_context& ctx,
-                                            std::ostream& out, std::ostream& err);
+[[nodiscard]] std::optional<int> parse_only(CLI::App& app, const std::vector<std::string>& argv,
+                                            cli_context& ctx, std::ostream& out, std::ostream& err);
 
 }  // namespace spool::cli

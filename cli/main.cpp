@@ -21,8 +21,8 @@ namespace {
 int run(int argc, char** argv) {
   spool::cli::cli_context ctx;
   const auto app = spool::cli::build_app(ctx);
-  if (const auto code = spool::cli::parse_only(*app, std::vector<std::string>(argv, argv + argc), ctx, std::cout,
-                                               std::cerr)) {
+  if (const auto code = spool::cli::parse_only(*app, std::vector<std::string>(argv, argv + argc), ctx,
+                                               std::cout, std::cerr)) {
     return *code;
   }
 
