@@ -1,6 +1,7 @@
 #include "spool/database.hpp"
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 
 #include <algorithm>
 #include <vector>
@@ -213,7 +214,7 @@ std::size_t conninfo_value_end(std::string_view s, std::size_t pos, bool stop_at
 
 // A URI's user:password@ and its password / sslpassword query parameters.
 // whole: s is the URI libpq parses (its query runs to the end); else a URI
-// inside a message (its query ends at whitespace).
+// inside free text (it ends at whitespace).
 void uri_secrets(std::string_view s, std::size_t scheme_end, bool whole, std::vector<secret_span>& out) {
   const std::size_t auth = scheme_end + 3;
   std::size_t end = s.size();
@@ -262,8 +263,7 @@ std::size_t conninfo_secrets(std::string_view s, std::vector<secret_span>& out) 
 
 // In free text (libpq messages, what libpq would not parse) from `from` on:
 // password=… and sslpassword=… after a start, whitespace, '?' or '&'. Not
-// inside a value already found (a quoted conninfo value may hold
-// "&password=", which is not a key).
+// inside a value already found (a URI's query value may hold "&password=").
 void loose_secrets(std::string_view s, std::size_t from, std::vector<secret_span>& out) {
   const std::size_t found = out.size();
   auto inside_found = [&](std::size_t pos) {
@@ -286,18 +286,57 @@ void loose_secrets(std::string_view s, std::size_t from, std::vector<secret_span
   }
 }
 
+// True when libpq, reading text as a connection string (PQconninfoParse:
+// no connection, no defaults), finds a password or sslpassword that is not
+// empty or ***. libpq reads up to a NUL, as it would when connecting.
+bool libpq_reads_a_secret(const std::string& text) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(text.c_str(), &err);
+  if (err != nullptr) PQfreemem(err);
+  if (opts == nullptr) return false;
+  bool secret = false;
+  for (const PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+    const std::string_view key = o->keyword;
+    if (is_secret_key(key) && o->val != nullptr && *o->val != '\0' && std::string_view(o->val) != "***")
+      secret = true;
+  }
+  PQconninfoFree(opts);
+  return secret;
+}
+
+std::string mask_spans(std::string_view s, std::vector<secret_span> spans);
+
 }  // namespace
 
 std::string redact_password(std::string_view s) {
   std::vector<secret_span> spans;
+  // What libpq reads (a URI whole, a conninfo up to where it stops parsing)
+  // is masked as libpq reads it; the rest is free text (a libpq message, a
+  // mistyped string), masked by pattern. Patterns never reach into what
+  // libpq reads: a masked value must stay one value.
+  std::size_t parsed = 0;
   const bool uri = has_prefix(s, "postgresql://") || has_prefix(s, "postgres://");
-  for (std::size_t pos = 0; (pos = s.find("://", pos)) != std::string_view::npos; pos += 3) {
-    uri_secrets(s, pos, uri && pos == s.find("://"), spans);
+  if (uri) {
+    uri_secrets(s, s.find("://"), true, spans);
+    parsed = s.size();
+  } else {
+    parsed = conninfo_secrets(s, spans);
   }
-  // Where libpq's own reading ends, free text begins: libpq reads a URI
-  // whole, a conninfo up to where it stops parsing.
-  const std::size_t parsed = uri ? s.size() : conninfo_secrets(s, spans);
+  for (std::size_t pos = parsed; (pos = s.find("://", pos)) != std::string_view::npos; pos += 3) {
+    uri_secrets(s, pos, false, spans);
+  }
   loose_secrets(s, parsed, spans);
+  std::string out = mask_spans(s, std::move(spans));
+  // libpq has the last word: when the masking reshaped the text so that it
+  // now reads a secret (a mangled URI whose masked value held a '/' or '@'),
+  // show nothing after the scheme.
+  if (libpq_reads_a_secret(out)) out = uri ? std::string(s.substr(0, s.find("://") + 3)) + "***" : "***";
+  return out;
+}
+
+namespace {
+
+std::string mask_spans(std::string_view s, std::vector<secret_span> spans) {
   if (spans.empty()) return std::string(s);
 
   // Overlapping finds (a conninfo value is also a loose one) mask once.
@@ -324,5 +363,7 @@ std::string redact_password(std::string_view s) {
   out.append(s.substr(copied));
   return out;
 }
+
+}  // namespace
 
 }  // namespace spool

@@ -52,6 +52,21 @@ TEST(redact_password, masks_only_the_password_of_a_uri_whose_user_name_holds_pas
   EXPECT_EQ(redact_password("postgres://a=\fpassword=b:secret@h/db"), "postgres://a=\fpassword=b:***@h/db");
 }
 
+TEST(redact_password, masks_a_uri_inside_a_libpq_message) {
+  EXPECT_EQ(redact_password("could not connect to postgres://u:secret@h/db: refused"),
+            "could not connect to postgres://u:***@h/db: refused");
+}
+
+TEST(redact_password, keeps_a_uri_like_quoted_value_from_swallowing_the_next_password) {
+  EXPECT_EQ(redact_password("dbname='x://u:a'password=b@c"), "dbname='x://u:a'password=***");
+}
+
+TEST(redact_password, shows_only_the_scheme_of_a_uri_that_masking_would_reshape_into_one_with_a_password) {
+  // The first query value holds "/" and an extra "=", so libpq rejects the URI; masking it would
+  // remove the "/" and make "&@" the end of a user name, and the last parameter a password.
+  EXPECT_EQ(redact_password("postgresql://h?password=a://b=c&@host?password=secret"), "postgresql://***");
+}
+
 TEST(redact_password, still_masks_the_documented_forms) {
   EXPECT_EQ(redact_password("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
   EXPECT_EQ(redact_password("postgresql://h/db?user=u&password=secret"),
