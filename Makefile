@@ -3,8 +3,9 @@
 #                                   pipeline, examples/order_service) on sqlite:spool.db
 #   make test                       install dependencies, build everything, run every test; then build
 #                                   again under AddressSanitizer + UBSan and run the tests there too
-#                                   (SANITIZE=0 skips that second pass)
-# Also: make deps | build | test-tsan | clean. JOBS=N sets the parallelism (default 2, the machine's cores).
+#                                   (SANITIZE=0 skips that second pass), then run each fuzz target
+#                                   for FUZZ_SECONDS (FUZZ=0 skips that)
+# Also: make deps | build | fuzz | test-tsan | clean. JOBS=N sets the parallelism (default 2, the machine's cores).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -13,6 +14,9 @@ ASAN_DIR   ?= build-asan
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= 2
 SANITIZE   ?= 1
+FUZZ       ?= 1
+FUZZ_SECONDS ?= 20
+FUZZ_DIR   ?= build-fuzz
 
 # ccache hits across clones (CI builds a fresh clone in another folder):
 # paths under the project become relative, and the folder is not hashed.
@@ -20,7 +24,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
 .DEFAULT_GOAL := run
-.PHONY: run test deps configure build test-asan test-tsan clean
+.PHONY: run test deps configure build test-asan fuzz test-tsan clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -39,6 +43,9 @@ test: build
 ifeq ($(SANITIZE),1)
 	$(MAKE) --no-print-directory test-asan
 endif
+ifeq ($(FUZZ),1)
+	$(MAKE) --no-print-directory fuzz
+endif
 
 # The sanitizer pass: library, CLI and tests only (no benchmarks or examples). The install test is
 # left out: it builds its own non-sanitized copy of the library and the main pass already ran it.
@@ -48,6 +55,11 @@ test-asan: deps
 	cmake --build $(ASAN_DIR) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j$(JOBS) -E install_consumer_project
+
+# The libFuzzer targets of fuzz/ (clang, ASan + UBSan, in build-fuzz), each for FUZZ_SECONDS on a copy of
+# its committed corpus; fails on any finding (see docs/SECURITY.md, Fuzzing).
+fuzz: deps
+	JOBS=$(JOBS) SPOOL_FUZZ_BUILD_DIR=$(CURDIR)/$(FUZZ_DIR) bash fuzz/run.sh $(FUZZ_SECONDS)
 
 # ThreadSanitizer over the runtime and concurrency suites (the three capabilities' conformance
 # tests on both engines). Not yet part of `make test`: it ran clean by hand (mq 116, ops 247,
@@ -65,4 +77,4 @@ clean:
 	@for d in $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR); do \
 	  if [[ -x tests/support/pg_server.sh && -d $$d/tests/pg ]]; then tests/support/pg_server.sh stop $$d/tests/pg >/dev/null || true; fi; \
 	done
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

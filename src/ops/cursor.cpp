@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ops/time.hpp"
+#include "ops/validate.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops::detail {
@@ -49,8 +50,9 @@ std::optional<std::string> unb64url(std::string_view in) {
 }
 
 [[noreturn]] void malformed(std::string_view cursor) {
-  throw error(errc::invalid_argument,
-              fmt::format("malformed cursor \"{}\": pass the next_cursor of a previous page", cursor.substr(0, 80)));
+  throw error(
+      errc::invalid_argument,
+      fmt::format("malformed cursor \"{}\": pass the next_cursor of a previous page", cursor.substr(0, 80)));
 }
 
 }  // namespace
@@ -68,6 +70,13 @@ std::optional<cursor_key> decode_cursor(std::string_view cursor) {
   auto at = unb64url(rest.substr(0, dot));
   auto id = unb64url(rest.substr(dot + 1));
   if (!at || !id || id->empty() || !try_parse_time(*at)) malformed(cursor);
+  // The id goes to the database as bound text: only what an op id can be
+  // (a NUL would cut it short in libpq, invalid UTF-8 fail as a database error).
+  try {
+    check_name("id", *id);
+  } catch (const error&) {
+    malformed(cursor);
+  }
   return cursor_key{std::move(*at), std::move(*id)};
 }
 
