@@ -3,8 +3,9 @@
 #                                   pipeline, examples/order_service) on sqlite:spool.db
 #   make test                       install dependencies, build everything, run every test; then build
 #                                   again under AddressSanitizer + UBSan and run the tests there too
-#                                   (SANITIZE=0 skips that second pass), then run each fuzz target
-#                                   for FUZZ_SECONDS (FUZZ=0 skips that)
+#                                   (SANITIZE=0 skips that second pass), then the runtime and
+#                                   concurrency suites under ThreadSanitizer (TSAN=0 skips it), then
+#                                   each fuzz target for FUZZ_SECONDS (FUZZ=0 skips that)
 # Also: make deps | build | fuzz | test-tsan | clean. JOBS=N sets the parallelism (default 2, the machine's cores).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -14,6 +15,7 @@ ASAN_DIR   ?= build-asan
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= 2
 SANITIZE   ?= 1
+TSAN       ?= 1
 FUZZ       ?= 1
 FUZZ_SECONDS ?= 20
 FUZZ_DIR   ?= build-fuzz
@@ -43,6 +45,9 @@ test: build
 ifeq ($(SANITIZE),1)
 	$(MAKE) --no-print-directory test-asan
 endif
+ifeq ($(TSAN),1)
+	$(MAKE) --no-print-directory test-tsan
+endif
 ifeq ($(FUZZ),1)
 	$(MAKE) --no-print-directory fuzz
 endif
@@ -61,9 +66,8 @@ test-asan: deps
 fuzz: deps
 	JOBS=$(JOBS) SPOOL_FUZZ_BUILD_DIR=$(CURDIR)/$(FUZZ_DIR) bash fuzz/run.sh $(FUZZ_SECONDS)
 
-# ThreadSanitizer over the runtime and concurrency suites (the three capabilities' conformance
-# tests on both engines). Not yet part of `make test`: it ran clean by hand (mq 116, ops 247,
-# outbox 163 tests) and joins CI with issue 7.
+# ThreadSanitizer over the runtime and concurrency suites: the three capabilities' conformance
+# tests on both engines (the queues, the worker pool, the store, the relay and its sinks).
 TSAN_DIR ?= build-tsan
 test-tsan: deps
 	cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_CXX_FLAGS=-fsanitize=thread \
