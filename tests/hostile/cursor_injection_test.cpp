@@ -67,7 +67,11 @@ TEST_P(hostile_cursor, a_forged_ops_cursor_with_a_hostile_id_pages_existing_ops_
       for (const auto& o : page.ops) EXPECT_TRUE(o.id == "a" || o.id == "b" || o.id == "c") << o.id;
     } catch (const spool::error& e) {
       EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
-      EXPECT_TRUE(refused_by_engine(s)) << e.what();
+      // Refused before SQL: the cursor decoder rejects an id no op can have
+      // (control characters, NUL, invalid UTF-8, over 255 bytes), or the
+      // engine layer refuses the bound value.
+      const bool malformed = std::string_view(e.what()).find("malformed cursor") != std::string_view::npos;
+      EXPECT_TRUE(malformed || refused_by_engine(s)) << e.what();
     }
   }
   EXPECT_EQ(db_->exec("SELECT * FROM ops_queue ORDER BY id"), rows_before);
