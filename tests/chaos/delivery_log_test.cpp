@@ -50,6 +50,18 @@ TEST(delivery_log_checker, a_stale_holder_handling_after_the_new_holder_acked_is
   EXPECT_EQ(r.explained_duplicates, 1);
 }
 
+TEST(delivery_log_checker, an_id_a_restarted_producer_published_again_may_be_acked_twice) {
+  // The producer died between commit and log; m0 was consumed; the restarted
+  // producer published m0 again (R) and it was consumed again.
+  const std::vector<delivery_record> ds = {{"m0", 1, 10, true, "a"}, {"m0", 1, 15, true, "b"},
+                                           {"m1", 1, 20, true, "c"}, {"m2", 1, 30, true, "c"}};
+  EXPECT_FALSE(check_deliveries(three_in_one_group(), ds, true).ok());
+  const auto r = check_deliveries(three_in_one_group(), ds, true, {"m0"});
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.republished, 1);
+  EXPECT_EQ(r.explained_duplicates, 1);
+}
+
 TEST(delivery_log_checker, a_message_acked_by_two_deliveries_is_an_unexplained_double_claim) {
   const auto r = check_deliveries(three_in_one_group(),
                                   {{"m0", 1, 10, true, "a"}, {"m0", 2, 15, true, "b"}, {"m1", 1, 20, true, "c"},

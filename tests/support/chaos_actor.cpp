@@ -60,13 +60,15 @@ std::string need(const std::map<std::string, std::string>& o, const std::string&
 // The next message index: one past the highest this producer logged.
 long resume_point(const std::string& log, const std::string& name) {
   std::ifstream in(log);
-  std::string kind, id, group, seq;
+  std::string line;
   long next = 0;
-  const std::string prefix = name + "-";
-  while (in >> kind >> id >> group >> seq) {
-    if (kind != "P" || id.rfind(prefix, 0) != 0) continue;
+  const std::string prefix = "P\t" + name + "-";
+  while (std::getline(in, line)) {  // P lines only; R lines and a torn last line are skipped
+    if (line.rfind(prefix, 0) != 0) continue;
+    const auto end = line.find('\t', prefix.size());
+    if (end == std::string::npos) continue;
     try {
-      next = std::max(next, std::stol(id.substr(prefix.size())) + 1);
+      next = std::max(next, std::stol(line.substr(prefix.size(), end - prefix.size())) + 1);
     } catch (const std::exception&) {
     }
   }
@@ -97,6 +99,7 @@ int produce(const std::map<std::string, std::string>& o) {
   const long groups = std::stol(need(o, "--groups")), count = std::stol(need(o, "--count")),
              batch = std::stol(need(o, "--batch"));
   spool::test::log_writer log(log_file);
+  bool first_batch = true, repeated_attempt = false;
   for (long i = resume_point(log_file, name); i < count && !stop_requested;) {
     std::vector<spool::mq::message> msgs;
     std::vector<std::string> lines;
@@ -111,8 +114,26 @@ int produce(const std::map<std::string, std::string>& o) {
       lines.push_back("P\t" + m.id + "\t" + *m.message_group_id + "\t" + std::to_string(j / groups));
       msgs.push_back(std::move(m));
     }
-    with_retries([&] { (void)q.publish_batch(msgs); });
+    // A batch that may repeat an earlier commit — the first of this
+    // incarnation (its predecessor may have died between commit and log) or
+    // one retried after an error — can re-insert messages that were already
+    // consumed (dedup by id holds only while the row exists). Such re-inserts
+    // are logged as R lines: a second delivery of them is the producer's.
+    bool repeated = first_batch;
+    first_batch = false;
+    spool::mq::publish_result res;
+    with_retries([&] {
+      if (repeated_attempt) repeated = true;
+      repeated_attempt = true;
+      res = q.publish_batch(msgs);
+    });
+    repeated_attempt = false;
     for (const auto& l : lines) log.line(l);
+    if (repeated) {
+      for (std::size_t k = 0; k < res.ids.size(); ++k) {
+        if (res.statuses[k] == spool::mq::publish_status::inserted) log.line("R\t" + res.ids[k]);
+      }
+    }
     i += static_cast<long>(msgs.size());
   }
   return 0;

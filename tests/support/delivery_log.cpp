@@ -18,7 +18,7 @@ std::string delivery_report::summary() const {
   std::ostringstream s;
   s << "produced " << produced << ", delivered " << delivered_ids << " ids in " << deliveries << " deliveries, acked "
     << acked_ids << ", unlogged by producers " << unlogged << "; duplicates " << duplicates << " (explained "
-    << explained_duplicates << "), lost " << lost.size() << ", unexplained " << unexplained.size()
+    << explained_duplicates << ", republished ids " << republished << "), lost " << lost.size() << ", unexplained " << unexplained.size()
     << ", order violations " << order_violations.size();
   auto some = [&](const char* what, const std::vector<std::string>& v) {
     if (v.empty()) return;
@@ -33,8 +33,11 @@ std::string delivery_report::summary() const {
 }
 
 delivery_report check_deliveries(const std::vector<produced_record>& produced,
-                                 const std::vector<delivery_record>& deliveries, bool check_group_order) {
+                                 const std::vector<delivery_record>& deliveries, bool check_group_order,
+                                 const std::vector<std::string>& republished) {
   delivery_report r;
+  const std::set<std::string> again(republished.begin(), republished.end());
+  r.republished = static_cast<long>(again.size());
   std::map<std::string, const produced_record*> by_id;
   for (const auto& p : produced) by_id.emplace(p.id, &p);
   r.produced = static_cast<long>(by_id.size());
@@ -58,11 +61,12 @@ delivery_report check_deliveries(const std::vector<produced_record>& produced,
     // cannot ack). Two acked deliveries of one id are two claims that were
     // both valid: a double claim, never allowed.
     const auto acks = std::count_if(ds.begin(), ds.end(), [](const auto* d) { return d->acked; });
+    const bool producer_repeat = again.count(id) > 0;
     for (std::size_t i = 1; i < ds.size(); ++i) {
       ++r.duplicates;
-      if (acks <= 1) ++r.explained_duplicates;
+      if (acks <= 1 || producer_repeat) ++r.explained_duplicates;
     }
-    if (acks > 1) {
+    if (acks > 1 && !producer_repeat) {
       std::string where;
       for (const auto* d : ds) {
         if (d->acked) where += (where.empty() ? "" : ", ") + d->source;
@@ -124,7 +128,7 @@ bool to_int(const std::string& s, std::int64_t& v) {
 }  // namespace
 
 void read_logs(const std::filesystem::path& dir, const std::string& prefix, std::vector<produced_record>& produced,
-               std::vector<delivery_record>& deliveries) {
+               std::vector<delivery_record>& deliveries, std::vector<std::string>* republished) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(prefix, 0) != 0 || entry.path().extension() != ".log") continue;
@@ -143,6 +147,8 @@ void read_logs(const std::filesystem::path& dir, const std::string& prefix, std:
       } else if (f.size() == 4 && f[0] == "H" && to_int(f[2], a) && to_int(f[3], b)) {
         open[f[1]] = deliveries.size();
         deliveries.push_back({f[1], a, b, false, name});
+      } else if (f.size() == 2 && f[0] == "R") {
+        if (republished != nullptr) republished->push_back(f[1]);
       } else if (f.size() == 3 && f[0] == "A" && to_int(f[2], a)) {
         const auto it = open.find(f[1]);
         if (it != open.end()) {

@@ -9,6 +9,8 @@
 //   P <id> <group> <seq>           producer: <id> committed (the call returned)
 //   H <id> <receive_count> <ns>    consumer: handling <id> (CLOCK_MONOTONIC ns, shared by processes)
 //   A <id> <ns>                    consumer: the ack of the preceding H of <id> returned success
+//   R <id>                         producer: a repeated publish (after a restart or an error)
+//                                  inserted <id> anew, possibly after it had been consumed
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,7 @@ struct delivery_report {
   long unlogged = 0;           // handled ids no producer logged (committed, killed before the log line)
   long duplicates = 0;         // deliveries after an id's first
   long explained_duplicates = 0;
+  long republished = 0;        // ids a producer's repeated publish inserted anew
   std::vector<std::string> lost;          // produced, never handled
   std::vector<std::string> unexplained;   // ids acked by more than one delivery (double claims)
   std::vector<std::string> order_violations;  // "group: seq b first handled after seq a > b"
@@ -49,14 +52,17 @@ struct delivery_report {
 
 // Pure check over parsed records. With check_group_order, each group's first
 // deliveries must come in seq order (ids no producer logged are left out).
+// republished: ids a producer's repeated publish inserted anew; two acked
+// deliveries of such an id are the producer's duplicate, not a double claim.
 [[nodiscard]] delivery_report check_deliveries(const std::vector<produced_record>& produced,
                                                const std::vector<delivery_record>& deliveries,
-                                               bool check_group_order);
+                                               bool check_group_order,
+                                               const std::vector<std::string>& republished = {});
 
 // Parses every file named <prefix>*.log in dir. Producer files hold P lines,
 // consumer files H and A lines; both may be the same file.
 void read_logs(const std::filesystem::path& dir, const std::string& prefix, std::vector<produced_record>& produced,
-               std::vector<delivery_record>& deliveries);
+               std::vector<delivery_record>& deliveries, std::vector<std::string>* republished = nullptr);
 
 // Appends one whole line with a single write(2) (O_APPEND): what a process
 // killed right after it wrote survives. Throws std::system_error.
