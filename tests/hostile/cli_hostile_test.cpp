@@ -348,12 +348,17 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
   child_subreaper reaper;
   const auto pgid_file = dir_for_files_.path() / "command.pgid";
   const std::string command = "echo $$ > '" + pgid_file.string() + "'; exec sleep 600";
+  // libfaketime preloaded directly: the faketime wrapper, SIGKILLed below,
+  // would leave its named semaphore in /dev/shm for a later wrapper with the
+  // same pid to trip over ("sem_open: File exists").
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+  ASSERT_TRUE(std::filesystem::exists(lib)) << "libfaketime is not installed: run scripts/install-deps.sh";
   // clang-format off
   const std::vector<std::string> args = {
-      "-f", "-2h", cli_path(), "ops", "work", "--type", "slow", "--exec", command, "--no-rescuer",
-      "--heartbeat-interval", "1s", "--lease-timeout", "60s", "--db", uri_};
+      "LD_PRELOAD=" + lib, "FAKETIME=-2h", cli_path(), "ops", "work", "--type", "slow", "--exec", command,
+      "--no-rescuer", "--heartbeat-interval", "1s", "--lease-timeout", "60s", "--db", uri_};
   // clang-format on
-  cli_process worker("/usr/bin/faketime", args, dir_for_files_.path(), "worker");
+  cli_process worker("/usr/bin/env", args, dir_for_files_.path(), "worker");
   const auto until = std::chrono::steady_clock::now() + 60s;
   while (q.get(id).status != ops::op_status::running && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(50ms);
@@ -379,9 +384,9 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
   }
   const auto pgid = read_file(pgid_file);
   ASSERT_FALSE(pgid.empty()) << "the command never started";
-  // faketime runs `spool` as its child: the command is re-parented to this
-  // process (the subreaper) only once that child is gone, so kill and reap
-  // until the group is empty.
+  // The command runs in a process group of its own and outlives the killed
+  // worker (re-parented to this process, the subreaper): kill and reap until
+  // the group is empty.
   const auto group = static_cast<pid_t>(std::stol(pgid));
   const auto until_gone = std::chrono::steady_clock::now() + 30s;
   do {
