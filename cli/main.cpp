@@ -86,6 +86,7 @@ int run(int argc, char** argv) {
   spool::cli::add_ops_command(app, ctx);
   spool::cli::add_outbox_command(app, ctx);
   spool::cli::add_relay_command(app, ctx);
+  spool::cli::add_bench_command(app, ctx);
 
   std::vector<const char*> cargs;
   cargs.reserve(args.size());
