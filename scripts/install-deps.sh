@@ -13,6 +13,7 @@ PACKAGES=(
   libpqxx-dev libhowardhinnant-date-dev libcpp-httplib-dev
   tzdata libssl-dev
   faketime
+  jq
 )
 
 missing=()
