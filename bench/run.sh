@@ -24,9 +24,10 @@
 #   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one.
 #
 # Environment (defaults in brackets): SPOOL_CLI [build-bench/spool],
-# BACKLOG [100000] (W3, held and floor_claim), MAX_SECONDS [10] (cap of one
+# BACKLOG [100000] (W3, held and floor_claim), MAX_SECONDS [8] (cap of one
 # timed Spool phase), BACKLOG_SIZES [1000,100000,1000000] (PostgreSQL),
-# SQLITE_BACKLOG_SIZES [1000,100000], CAPABILITIES [mq,ops,outbox],
+# SQLITE_BACKLOG_SIZES [1000,100000], SQLITE_BACKLOG_CYCLES [300] (every SQLite
+# commit is an fsync), CAPABILITIES [mq,ops,outbox],
 # FLOOR_CLAIM1_MESSAGES [20000] (floor_claim batch 1 takes this many of the
 # backlog), PAYLOAD_BYTES [256], QUICK (set: smoke sizes everywhere).
 set -Eeuo pipefail
@@ -34,7 +35,8 @@ set -Eeuo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-$ROOT/bench/results/$(date -u +%F).jsonl}
 BACKLOG=${BACKLOG:-100000}
-MAX_SECONDS=${MAX_SECONDS:-10}
+MAX_SECONDS=${MAX_SECONDS:-8}
+SQLITE_BACKLOG_CYCLES=${SQLITE_BACKLOG_CYCLES:-300}
 BACKLOG_SIZES=${BACKLOG_SIZES:-1000,100000,1000000}
 SQLITE_BACKLOG_SIZES=${SQLITE_BACKLOG_SIZES:-1000,100000}
 CAPABILITIES=${CAPABILITIES:-mq,ops,outbox}
@@ -108,7 +110,8 @@ mkdir -p "$WORK/sqlite"
 for cap in ${CAPABILITIES//,/ }; do
   say "spool bench: $cap on SQLite"
   "$SPOOL_CLI" bench --db "sqlite:$WORK/sqlite/$cap.db" --json --capability "$cap" --backlog "$BACKLOG" \
-    --workload W1,W2,W3,W4,backlog --backlog-sizes "$SQLITE_BACKLOG_SIZES" --max-seconds "$MAX_SECONDS" \
+    --workload W1,W2,W3,W4,backlog --backlog-sizes "$SQLITE_BACKLOG_SIZES" --backlog-cycles "$SQLITE_BACKLOG_CYCLES" \
+    --max-seconds "$MAX_SECONDS" \
     --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
 done
 
@@ -181,6 +184,7 @@ for clients in 1 4 16; do
   floor floor_claim 1 "$clients" "$FLOOR_CLAIM1_MESSAGES"
   floor floor_claim 100 "$clients" "$BACKLOG"
 done
+floor floor_claim 1 4 "$FLOOR_CLAIM1_MESSAGES" held
 floor floor_claim 100 4 "$BACKLOG" held
 
 # ---- ratios ----
