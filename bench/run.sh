@@ -21,7 +21,9 @@
 #   {"kind":"floor",…}            a pgbench floor result;
 #   {"kind":"ratio",…}            a Spool result over its floor;
 #   {"kind":"backlog_growth",…}   cost per message at the largest backlog over 1k;
-#   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one.
+#   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one;
+#   {"kind":"rss",…}              peak resident memory of spool mq work, ops work
+#                                 and relay at concurrency 16 (RSS_BACKLOG, RSS_SECONDS).
 #
 # Environment (defaults in brackets): SPOOL_CLI [build-bench/spool],
 # BACKLOG [100000] (W3, held and floor_claim), MAX_SECONDS [8] (cap of one
@@ -114,6 +116,41 @@ for cap in ${CAPABILITIES//,/ }; do
     --max-seconds "$MAX_SECONDS" \
     --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
 done
+
+# ---- resident memory of the worker processes at 16 workers ----
+# Each process (spool mq work, ops work, relay; concurrency 16) works through a
+# backlog of RSS_BACKLOG rows with a no-op handler (exec true, file:/dev/null)
+# while its VmRSS is sampled every 0.1 s for RSS_SECONDS; then SIGTERM.
+RSS_BACKLOG=${RSS_BACKLOG:-5000}
+RSS_SECONDS=${RSS_SECONDS:-4}
+[[ -n ${QUICK:-} ]] && RSS_BACKLOG=200 RSS_SECONDS=1
+# rss NAME CMD…: one {"kind":"rss"} line.
+rss() {
+  local name=$1 pid peak=0 kb i
+  shift
+  "$@" >/dev/null 2>"$WORK/rss.log" &
+  pid=$!
+  for i in $(seq 1 $((RSS_SECONDS * 10))); do
+    kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+    ((${kb:-0} > peak)) && peak=$kb
+    sleep 0.1
+  done
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" || true
+  jq -c -n --arg p "$name" --argjson kb "$peak" --argjson backlog "$RSS_BACKLOG" \
+    '{kind:"rss", engine:"postgres", process:$p, concurrency:16, backlog:$backlog, max_rss_kb:$kb,
+      max_rss_mb:(($kb / 1024 * 10 | round) / 10)}' | emit
+}
+say "resident memory of spool mq work, ops work and relay at concurrency 16"
+seq "$RSS_BACKLOG" | sed 's|.*|{"poolCode":"bench","mediationType":"HTTP","mediationTarget":"https://bench.example.com/hook"}|' |
+  "$SPOOL_CLI" mq publish --db "$URI" --queue spool_rss >/dev/null
+rss "mq work" "$SPOOL_CLI" mq work --db "$URI" --queue spool_rss --exec true --concurrency 16 --notify
+psql_bench -c "INSERT INTO ops_queue (id, type, payload) SELECT 'rss' || g, 'spool_rss', '{}' FROM generate_series(1, $RSS_BACKLOG) g"
+rss "ops work" "$SPOOL_CLI" ops work --db "$URI" --type spool_rss --exec true --concurrency 16 --notify
+psql_bench -c "INSERT INTO outbox_messages (id, topic, payload, payload_version)
+  SELECT 'rss' || g, 'spool_rss', convert_to(repeat('x', $PAYLOAD_BYTES), 'UTF8'), 1 FROM generate_series(1, $RSS_BACKLOG) g"
+rss "relay" "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency 16 --notify
+psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox_messages'
 
 # ---- the floor: PostgreSQL with no queue semantics at all ----
 say "pgbench floor"
