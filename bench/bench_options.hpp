@@ -57,6 +57,10 @@ inline void add_options(CLI::App& app, options& o, cli_flags& f, bool with_capab
   app.add_option("--max-seconds", o.max_seconds, "a W1, W2 or W3 phase stops after this long")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--sqlite-synchronous", o.sqlite_synchronous,
+                 "SQLite: PRAGMA synchronous (off, normal, full, extra)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"off", "normal", "full", "extra"}));
   app.add_flag("--quick", f.quick, "a smoke run: a few hundred messages per workload, every workload");
 }
 

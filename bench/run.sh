@@ -117,6 +117,18 @@ for cap in ${CAPABILITIES//,/ }; do
     --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
 done
 
+# SQLite with synchronous=normal (WAL: no fsync per commit, durable up to the
+# last checkpoint after a power loss, never corrupt): the publish-batch and
+# drain rows again, for the SQLite targets of docs/BENCHMARKS.md.
+for cap in ${CAPABILITIES//,/ }; do
+  say "spool bench: $cap on SQLite, synchronous=normal"
+  batch=100
+  [[ $cap == ops ]] && batch=1  # the op queue claims one op at a time
+  "$SPOOL_CLI" bench --db "sqlite:$WORK/sqlite/normal-$cap.db" --json --capability "$cap" --backlog "$BACKLOG" \
+    --workload W2,W3 --workers 1,4 --consumer-batch "$batch" --sqlite-synchronous normal --max-seconds "$MAX_SECONDS" \
+    --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
+done
+
 # ---- resident memory of the worker processes at 16 workers ----
 # Each process (spool mq work, ops work, relay; concurrency 16) works through a
 # backlog of RSS_BACKLOG rows with a no-op handler (exec true, file:/dev/null)

@@ -774,7 +774,10 @@ bool run(const options& o, const line_sink& out, const progress_sink& progress) 
   }
   database_options dbo;
   dbo.pool_size = max_workers + 4;  // every worker its connection, plus pools' heartbeaters and rescuers
-  dbo.sqlite_sync = sqlite_synchronous::full;  // the default, stated: the results name it
+  const std::vector<std::string> sync_names{"off", "normal", "full", "extra"};
+  check_names({o.sqlite_synchronous}, sync_names, "SQLite synchronous level");
+  dbo.sqlite_sync = static_cast<sqlite_synchronous>(
+      std::find(sync_names.begin(), sync_names.end(), o.sqlite_synchronous) - sync_names.begin());
   auto db = database::open(o.db, dbo);
   (void)spool::migrate(db);
   runner r{o, out, progress, describe(db)};

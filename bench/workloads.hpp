@@ -48,6 +48,9 @@ struct options {
   // A timed phase (W1, W2, one W3 drain) stops after this long and reports
   // what it did; "complete" in its line says whether it finished.
   double max_seconds = 10;
+  // SQLite's PRAGMA synchronous for the bench's connections: off, normal,
+  // full (the library's default) or extra. Every line names it.
+  std::string sqlite_synchronous = "full";
 };
 
 // The smoke-run sizes: a few hundred messages per workload, backlogs of 100
