@@ -26,7 +26,7 @@
 #                                 and relay at concurrency 16 (RSS_BACKLOG, RSS_SECONDS).
 #
 # Environment (defaults in brackets): SPOOL_CLI [build-bench/spool],
-# BACKLOG [100000] (W3, held and floor_claim), MAX_SECONDS [8] (cap of one
+# BACKLOG [100000] (W3, held and floor_claim), MAX_SECONDS [6] (cap of one
 # timed Spool phase), BACKLOG_SIZES [1000,100000,1000000] (PostgreSQL),
 # SQLITE_BACKLOG_SIZES [1000,100000], SQLITE_BACKLOG_CYCLES [300] (every SQLite
 # commit is an fsync), CAPABILITIES [mq,ops,outbox],
@@ -37,7 +37,7 @@ set -Eeuo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-$ROOT/bench/results/$(date -u +%F).jsonl}
 BACKLOG=${BACKLOG:-100000}
-MAX_SECONDS=${MAX_SECONDS:-8}
+MAX_SECONDS=${MAX_SECONDS:-6}
 SQLITE_BACKLOG_CYCLES=${SQLITE_BACKLOG_CYCLES:-300}
 BACKLOG_SIZES=${BACKLOG_SIZES:-1000,100000,1000000}
 SQLITE_BACKLOG_SIZES=${SQLITE_BACKLOG_SIZES:-1000,100000}
