@@ -5,8 +5,8 @@
 set -Eeuo pipefail
 IN=${1:?usage: bench/table.sh RESULTS.jsonl}
 
-echo "| engine | capability | workload | backlog | producer batch | consumer batch | workers | held snapshot | messages | msgs/s | µs/msg | p50 / p95 / p99 ms | floor msgs/s | ratio |"
-echo "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|"
+echo "| engine | sync | capability | workload | backlog | producer batch | consumer batch | workers | held snapshot | messages | msgs/s | µs/msg | p50 / p95 / p99 ms | floor msgs/s | ratio |"
+echo "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|"
 jq -r -s '
   (map(select(.kind == "ratio"))) as $ratios
   | map(select(.kind == null))[]
@@ -14,7 +14,7 @@ jq -r -s '
   | ($ratios | map(select(.capability == $l.capability and .workload == $l.workload and .engine == $l.engine
                           and .backlog == $l.backlog and (.consumer_batch // 0) == ($l.consumer_batch // 0)
                           and .workers == $l.workers and .held_snapshot == $l.held_snapshot)) | first) as $r
-  | [ .engine, .capability, .workload, (.backlog // "" | tostring), (if .producer_batch > 0 then .producer_batch else "" end | tostring),
+  | [ .engine, .synchronous_commit, .capability, .workload, (.backlog // "" | tostring), (if .producer_batch > 0 then .producer_batch else "" end | tostring),
       (if .consumer_batch > 0 then .consumer_batch else "" end | tostring), (.workers | tostring),
       (if .held_snapshot then "yes" else "no" end), (.messages | tostring)
         + (if .complete == false then " (time cap)" else "" end),
