@@ -1,76 +1,89 @@
 #!/usr/bin/env bash
-# bench/run.sh — spool::mq, spool::outbox and spool::ops throughput on
-# PostgreSQL and SQLite, next to what PostgreSQL itself can do with the simplest possible
-# queue table (the floor).
+# bench/run.sh — the full Spool benchmark (docs/BENCHMARKS.md): the named
+# workloads of `spool bench` for mq, ops and outbox on PostgreSQL and SQLite,
+# next to what PostgreSQL itself does with the simplest possible queue table
+# (the floor, pgbench on the same server in the same run), and every Spool
+# figure as a ratio to its floor.
 #
-#   bench/run.sh [> results.jsonl]
+#   bench/run.sh [RESULTS.jsonl]
 #
-# Starts a throwaway PostgreSQL (tests/support/pg_server.sh: fsync and
-# synchronous_commit are off there, and every result line says so), creates a
-# database "bench", and runs:
-#   1. spool_mq_bench on PostgreSQL (it runs spool::migrate itself);
-#   2. spool_mq_bench on a SQLite file in a temp directory (synchronous=FULL, so
-#      every commit is an fsync: fewer messages by default to keep the run short);
-#   3. spool_outbox_bench on both engines (insert in 1- and 100-envelope
-#      transactions; claim + mark_delivered with 1, 4 and 16 claimers);
-#   4. spool_ops_bench on both engines (enqueue one op per transaction and 100
-#      per enqueue_batch; drain by dequeue + ack and by a worker_pool with a
-#      no-op handler, with 1, 4 and 16 workers);
-#   5. pgbench with custom scripts on a minimal table floor_q(id, payload):
-#      floor_insert  INSERT … SELECT FROM generate_series(1, batch) per transaction;
-#      floor_claim   DELETE … WHERE ctid = ANY(ARRAY(SELECT ctid … ORDER BY id LIMIT batch
-#                    FOR UPDATE SKIP LOCKED)), i.e. claim-and-delete in one statement;
-#   6. the ratios spool/floor: mq publish batch 100 and drain batch 100 (1 and
-#      4 workers) against floor_insert / floor_claim batch 100; ops
-#      enqueue_batch against floor_insert batch 100; ops drain_direct with 1
-#      worker (one op per claim) against floor_claim batch 1.
-# Every result is one JSON line on stdout; progress goes to stderr. The server
-# is stopped on exit, also on failure or Ctrl-C. Nothing here asserts timings.
+# Builds `spool` in build-bench (Release) unless SPOOL_CLI names a binary,
+# starts a throwaway PostgreSQL (tests/support/pg_server.sh: fsync,
+# synchronous_commit and full_page_writes off, shared_buffers 128MB; the
+# machine line records them), and writes every result as one JSON line to
+# RESULTS (default bench/results/<UTC date>.jsonl) and to stdout; progress goes
+# to stderr. The server is stopped on exit, also on failure or Ctrl-C.
+# Nothing here asserts timings. Needs pgbench, psql and jq.
 #
-# Environment: SPOOL_MQ_BENCH (the binary; default build-bench/bench/spool_mq_bench),
-# SPOOL_OUTBOX_BENCH (default build-bench/bench/spool_outbox_bench),
-# SPOOL_OPS_BENCH (default build-bench/bench/spool_ops_bench),
-# MESSAGES (PostgreSQL and floor, default 10000), SQLITE_MESSAGES (default 2000),
-# OPS (ops per op-queue workload on PostgreSQL, default MESSAGES),
-# SQLITE_OPS (on SQLite, default SQLITE_MESSAGES), PAYLOAD_BYTES (default 256).
+# Lines, told apart by their keys:
+#   {"kind":"machine",…}          nproc, memory, CPU model, server settings;
+#   {"engine","capability","workload",…}  a Spool result (W1, W2, W3, W4, backlog);
+#   {"kind":"floor",…}            a pgbench floor result;
+#   {"kind":"ratio",…}            a Spool result over its floor;
+#   {"kind":"backlog_growth",…}   cost per message at the largest backlog over 1k;
+#   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one;
+#   {"kind":"rss",…}              peak resident memory of spool mq work, ops work
+#                                 and relay at concurrency 16 (RSS_BACKLOG, RSS_SECONDS).
+#
+# Environment (defaults in brackets): SPOOL_CLI [build-bench/spool],
+# BACKLOG [100000] (W3, held and floor_claim), MAX_SECONDS [6] (cap of one
+# timed Spool phase), BACKLOG_SIZES [1000,100000,1000000] (PostgreSQL),
+# SQLITE_BACKLOG_SIZES [1000,100000], SQLITE_BACKLOG_CYCLES [300] (every SQLite
+# commit is an fsync), CAPABILITIES [mq,ops,outbox],
+# FLOOR_CLAIM1_MESSAGES [20000] (floor_claim batch 1 takes this many of the
+# backlog), PAYLOAD_BYTES [256], QUICK (set: smoke sizes everywhere).
 set -Eeuo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH=${SPOOL_MQ_BENCH:-$ROOT/build-bench/bench/spool_mq_bench}
-OUTBOX_BENCH=${SPOOL_OUTBOX_BENCH:-$ROOT/build-bench/bench/spool_outbox_bench}
-OPS_BENCH=${SPOOL_OPS_BENCH:-$ROOT/build-bench/bench/spool_ops_bench}
-MESSAGES=${MESSAGES:-10000}
-SQLITE_MESSAGES=${SQLITE_MESSAGES:-2000}
-OPS=${OPS:-$MESSAGES}
-SQLITE_OPS=${SQLITE_OPS:-$SQLITE_MESSAGES}
+OUT=${1:-$ROOT/bench/results/$(date -u +%F).jsonl}
+BACKLOG=${BACKLOG:-100000}
+MAX_SECONDS=${MAX_SECONDS:-6}
+SQLITE_BACKLOG_CYCLES=${SQLITE_BACKLOG_CYCLES:-300}
+BACKLOG_SIZES=${BACKLOG_SIZES:-1000,100000,1000000}
+SQLITE_BACKLOG_SIZES=${SQLITE_BACKLOG_SIZES:-1000,100000}
+CAPABILITIES=${CAPABILITIES:-mq,ops,outbox}
+FLOOR_CLAIM1_MESSAGES=${FLOOR_CLAIM1_MESSAGES:-20000}
 PAYLOAD_BYTES=${PAYLOAD_BYTES:-256}
+FLOOR_INSERT1_MESSAGES=10000
+FLOOR_INSERT100_MESSAGES=100000
 PG_SERVER=$ROOT/tests/support/pg_server.sh
+QUICK_ARGS=()
+if [[ -n ${QUICK:-} ]]; then
+  QUICK_ARGS=(--quick)
+  BACKLOG=300 BACKLOG_SIZES=100,1000 SQLITE_BACKLOG_SIZES=100,1000 FLOOR_CLAIM1_MESSAGES=300
+  FLOOR_INSERT1_MESSAGES=200 FLOOR_INSERT100_MESSAGES=1000
+fi
 
 say() { echo "run.sh: $*" >&2; }
 
-[[ -x $BENCH ]] || {
-  say "$BENCH is not built; run: cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-bench -j2 --target spool_mq_bench"
-  exit 1
-}
-[[ -x $OUTBOX_BENCH ]] || {
-  say "$OUTBOX_BENCH is not built; run: cmake --build build-bench -j2 --target spool_outbox_bench"
-  exit 1
-}
-[[ -x $OPS_BENCH ]] || {
-  say "$OPS_BENCH is not built; run: cmake --build build-bench -j2 --target spool_ops_bench"
-  exit 1
-}
+if [[ -z ${SPOOL_CLI:-} ]]; then
+  SPOOL_CLI=$ROOT/build-bench/spool
+  say "building spool (Release) in build-bench"
+  [[ -f $ROOT/build-bench/CMakeCache.txt ]] ||
+    cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=Release -DSPOOL_BUILD_TESTS=OFF \
+      -DSPOOL_BUILD_EXAMPLES=OFF >&2
+  cmake --build "$ROOT/build-bench" --target spool_cli -j2 >&2
+fi
+[[ -x $SPOOL_CLI ]] || { say "$SPOOL_CLI is not an executable"; exit 1; }
+command -v jq >/dev/null || { say "jq not found (scripts/install-deps.sh installs it)"; exit 1; }
 PG_BIN=$(pg_config --bindir 2>/dev/null || true)
 [[ -n $PG_BIN && -x $PG_BIN/pgbench ]] || PG_BIN=/usr/lib/postgresql/15/bin
 [[ -x $PG_BIN/pgbench && -x $PG_BIN/psql ]] || { say "pgbench/psql not found in $PG_BIN"; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/spool-bench.XXXXXX")
+HELD_PID=""
 cleanup() {
+  [[ -n $HELD_PID ]] && kill "$HELD_PID" 2>/dev/null
   "$PG_SERVER" stop "$WORK/pg" >/dev/null 2>&1 || say "could not stop the server in $WORK/pg"
   rm -rf -- "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM  # run the EXIT trap on Ctrl-C too
+
+mkdir -p "$(dirname -- "$OUT")"
+: >"$OUT"
+emit() { tee -a "$OUT"; }
+START=$(date +%s)
 
 "$PG_SERVER" start "$WORK/pg" >&2
 ADMIN_URI=$(<"$WORK/pg/uri")
@@ -78,33 +91,81 @@ URI=${ADMIN_URI%/*}/bench
 psql_bench() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$URI" "$@"; }
 "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$ADMIN_URI" -c 'CREATE DATABASE bench'
 
-RESULTS=$WORK/results.jsonl
-: >"$RESULTS"
+# ---- the machine and the server ----
+SETTINGS=$(psql_bench -A -t -c "SELECT json_object_agg(name, setting || COALESCE(unit, '')) FROM pg_settings
+  WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'max_connections',
+                 'wal_level', 'checkpoint_timeout', 'max_wal_size', 'work_mem', 'autovacuum', 'jit', 'server_version')")
+jq -c -n --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
+  --argjson nproc "$(nproc)" --argjson mem "$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)" \
+  --arg kernel "$(uname -r)" --arg date "$(date -u +%FT%TZ)" --argjson pg "$SETTINGS" \
+  --arg sqlite "$(sqlite3 --version 2>/dev/null | cut -d' ' -f1)" --arg commit "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  '{kind:"machine", date:$date, commit:$commit, nproc:$nproc, mem_kb:$mem, cpu:$cpu, kernel:$kernel,
+    postgres:$pg, sqlite:$sqlite, sqlite_synchronous:"full"}' | emit
 
-say "spool on PostgreSQL ($MESSAGES messages per workload)"
-"$BENCH" --db "$URI" --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" | tee -a "$RESULTS"
-
-say "spool on SQLite ($SQLITE_MESSAGES messages per workload)"
+# ---- Spool ----
+for cap in ${CAPABILITIES//,/ }; do
+  say "spool bench: $cap on PostgreSQL"
+  "$SPOOL_CLI" bench --db "$URI" --json --capability "$cap" --backlog "$BACKLOG" --backlog-sizes "$BACKLOG_SIZES" \
+    --max-seconds "$MAX_SECONDS" --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
+done
 mkdir -p "$WORK/sqlite"
-"$BENCH" --db "sqlite:$WORK/sqlite/bench.db" --messages "$SQLITE_MESSAGES" --payload-bytes "$PAYLOAD_BYTES" |
-  tee -a "$RESULTS"
+for cap in ${CAPABILITIES//,/ }; do
+  say "spool bench: $cap on SQLite"
+  "$SPOOL_CLI" bench --db "sqlite:$WORK/sqlite/$cap.db" --json --capability "$cap" --backlog "$BACKLOG" \
+    --workload W1,W2,W3,W4,backlog --backlog-sizes "$SQLITE_BACKLOG_SIZES" --backlog-cycles "$SQLITE_BACKLOG_CYCLES" \
+    --max-seconds "$MAX_SECONDS" \
+    --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
+done
 
-say "spool outbox on PostgreSQL ($MESSAGES envelopes per workload)"
-"$OUTBOX_BENCH" --db "$URI" --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" | tee -a "$RESULTS"
+# SQLite with synchronous=normal (WAL: no fsync per commit, durable up to the
+# last checkpoint after a power loss, never corrupt): the publish-batch and
+# drain rows again, for the SQLite targets of docs/BENCHMARKS.md.
+for cap in ${CAPABILITIES//,/ }; do
+  say "spool bench: $cap on SQLite, synchronous=normal"
+  batch=100
+  [[ $cap == ops ]] && batch=1  # the op queue claims one op at a time
+  "$SPOOL_CLI" bench --db "sqlite:$WORK/sqlite/normal-$cap.db" --json --capability "$cap" --backlog "$BACKLOG" \
+    --workload W2,W3 --workers 1,4 --consumer-batch "$batch" --sqlite-synchronous normal --max-seconds "$MAX_SECONDS" \
+    --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
+done
 
-say "spool outbox on SQLite ($SQLITE_MESSAGES envelopes per workload)"
-"$OUTBOX_BENCH" --db "sqlite:$WORK/sqlite/outbox.db" --messages "$SQLITE_MESSAGES" --payload-bytes "$PAYLOAD_BYTES" |
-  tee -a "$RESULTS"
-
-say "spool ops on PostgreSQL ($OPS ops per workload)"
-"$OPS_BENCH" --db "$URI" --ops "$OPS" --payload-bytes "$PAYLOAD_BYTES" | tee -a "$RESULTS"
-
-say "spool ops on SQLite ($SQLITE_OPS ops per workload)"
-"$OPS_BENCH" --db "sqlite:$WORK/sqlite/ops.db" --ops "$SQLITE_OPS" --payload-bytes "$PAYLOAD_BYTES" |
-  tee -a "$RESULTS"
+# ---- resident memory of the worker processes at 16 workers ----
+# Each process (spool mq work, ops work, relay; concurrency 16) works through a
+# backlog of RSS_BACKLOG rows with a no-op handler (exec true, file:/dev/null)
+# while its VmRSS is sampled every 0.1 s for RSS_SECONDS; then SIGTERM.
+RSS_BACKLOG=${RSS_BACKLOG:-5000}
+RSS_SECONDS=${RSS_SECONDS:-4}
+[[ -n ${QUICK:-} ]] && RSS_BACKLOG=200 RSS_SECONDS=1
+# rss NAME CMD…: one {"kind":"rss"} line.
+rss() {
+  local name=$1 pid peak=0 kb i
+  shift
+  "$@" >/dev/null 2>"$WORK/rss.log" &
+  pid=$!
+  for i in $(seq 1 $((RSS_SECONDS * 10))); do
+    kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+    ((${kb:-0} > peak)) && peak=$kb
+    sleep 0.1
+  done
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" || true
+  jq -c -n --arg p "$name" --argjson kb "$peak" --argjson backlog "$RSS_BACKLOG" \
+    '{kind:"rss", engine:"postgres", process:$p, concurrency:16, backlog:$backlog, max_rss_kb:$kb,
+      max_rss_mb:(($kb / 1024 * 10 | round) / 10)}' | emit
+}
+say "resident memory of spool mq work, ops work and relay at concurrency 16"
+seq "$RSS_BACKLOG" | sed 's|.*|{"poolCode":"bench","mediationType":"HTTP","mediationTarget":"https://bench.example.com/hook"}|' |
+  "$SPOOL_CLI" mq publish --db "$URI" --queue spool_rss >/dev/null
+rss "mq work" "$SPOOL_CLI" mq work --db "$URI" --queue spool_rss --exec true --concurrency 16 --notify
+psql_bench -c "INSERT INTO ops_queue (id, type, payload) SELECT 'rss' || g, 'spool_rss', '{}' FROM generate_series(1, $RSS_BACKLOG) g"
+rss "ops work" "$SPOOL_CLI" ops work --db "$URI" --type spool_rss --exec true --concurrency 16 --notify
+psql_bench -c "INSERT INTO outbox_messages (id, topic, payload, payload_version)
+  SELECT 'rss' || g, 'spool_rss', convert_to(repeat('x', $PAYLOAD_BYTES), 'UTF8'), 1 FROM generate_series(1, $RSS_BACKLOG) g"
+rss "relay" "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency 16 --notify
+psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox_messages'
 
 # ---- the floor: PostgreSQL with no queue semantics at all ----
-say "pgbench floor ($MESSAGES messages per run)"
+say "pgbench floor"
 SYNC=$(psql_bench -A -t -c 'SHOW synchronous_commit')
 FSYNC=$(psql_bench -A -t -c 'SHOW fsync')
 psql_bench -c 'CREATE TABLE floor_q (id bigserial PRIMARY KEY, payload text NOT NULL)'
@@ -112,68 +173,101 @@ cat >"$WORK/floor_insert.sql" <<'EOF'
 INSERT INTO floor_q (payload) SELECT repeat('x', :pad) FROM generate_series(1, :batch);
 EOF
 cat >"$WORK/floor_claim.sql" <<'EOF'
-DELETE FROM floor_q WHERE ctid = ANY(ARRAY(SELECT ctid FROM floor_q ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED));
+DELETE FROM floor_q WHERE id = ANY(ARRAY(SELECT id FROM floor_q ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED));
 EOF
 
-# floor WORKLOAD BATCH CLIENTS: runs MESSAGES messages through pgbench, prints one JSON line.
+# The held session of the held-snapshot floor: psql reading a FIFO, inside a
+# REPEATABLE READ transaction whose snapshot its SELECT took.
+hold_snapshot() {
+  mkfifo "$WORK/held.fifo"
+  "$PG_BIN/psql" -X -q -d "$URI" <"$WORK/held.fifo" >/dev/null &
+  HELD_PID=$!
+  exec 7>"$WORK/held.fifo"
+  echo "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM floor_q;" >&7
+  local i
+  for i in $(seq 1 100); do
+    [[ $(psql_bench -A -t -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND backend_xmin IS NOT NULL") -ge 1 ]] && return 0
+    sleep 0.05
+  done
+  say "the held session did not take its snapshot"
+  exit 1
+}
+release_snapshot() {
+  echo "ROLLBACK;" >&7
+  exec 7>&-
+  wait "$HELD_PID" || true
+  HELD_PID=""
+  rm -f "$WORK/held.fifo"
+}
+
+# floor WORKLOAD BATCH CLIENTS MESSAGES [held]: MESSAGES messages through
+# pgbench (floor_claim from a preloaded backlog of BACKLOG), one JSON line.
 floor() {
-  local workload=$1 batch=$2 clients=$3 tps rate
+  local workload=$1 batch=$2 clients=$3 messages=$4 held=${5:-} tps rate
   psql_bench -c 'TRUNCATE floor_q'
   if [[ $workload == floor_claim ]]; then
-    psql_bench -c "INSERT INTO floor_q (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $MESSAGES)" \
-      -c 'VACUUM ANALYZE floor_q'
+    psql_bench -c "INSERT INTO floor_q (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $BACKLOG)" \
+      -c 'ANALYZE floor_q'
   fi
-  local per_client=$((MESSAGES / (batch * clients)))
+  [[ -n $held ]] && hold_snapshot
+  local per_client=$((messages / (batch * clients)))
+  ((per_client > 0)) || per_client=1
   tps=$("$PG_BIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -t "$per_client" \
     -D batch="$batch" -D pad="$PAYLOAD_BYTES" -f "$WORK/$workload.sql" "$URI" 2>>"$WORK/pgbench.log" |
     sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -n 1)
+  [[ -n $held ]] && release_snapshot
   [[ -n $tps ]] || { say "pgbench $workload failed; see below"; cat "$WORK/pgbench.log" >&2; exit 1; }
   rate=$(awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.1f", t * b }')
   local n=$((per_client * batch * clients))
-  printf '{"engine":"postgres","workload":"%s","messages":%d,"payload_bytes":%d,"batch":%d,"clients":%d,"synchronous_commit":"%s","fsync":"%s","msgs_per_s":%s,"seconds":%s}\n' \
-    "$workload" "$n" "$PAYLOAD_BYTES" "$batch" "$clients" "$SYNC" "$FSYNC" "$rate" \
-    "$(awk -v n="$n" -v r="$rate" 'BEGIN { printf "%.3f", n / r }')" | tee -a "$RESULTS"
+  jq -c -n --arg w "$workload" --argjson n "$n" --argjson pad "$PAYLOAD_BYTES" --argjson b "$batch" \
+    --argjson c "$clients" --arg sync "$SYNC" --arg fsync "$FSYNC" --argjson rate "$rate" \
+    --argjson backlog "$([[ $workload == floor_claim ]] && echo "$BACKLOG" || echo 0)" \
+    --argjson held "$([[ -n $held ]] && echo true || echo false)" \
+    '{kind:"floor", engine:"postgres", workload:$w, messages:$n, payload_bytes:$pad, batch:$b, clients:$c,
+      backlog:$backlog, synchronous_commit:$sync, fsync:$fsync, held_snapshot:$held, msgs_per_s:$rate,
+      seconds:(($n / $rate * 1000 | round) / 1000)}' | emit
 }
-floor floor_insert 1 1
-floor floor_insert 100 1
-floor floor_claim 1 1
-floor floor_claim 1 4
-floor floor_claim 100 1
-floor floor_claim 100 4
+floor floor_insert 1 1 "$FLOOR_INSERT1_MESSAGES"
+floor floor_insert 100 1 "$FLOOR_INSERT100_MESSAGES"
+for clients in 1 4 16; do
+  floor floor_claim 1 "$clients" "$FLOOR_CLAIM1_MESSAGES"
+  floor floor_claim 100 "$clients" "$BACKLOG"
+done
+floor floor_claim 1 4 "$FLOOR_CLAIM1_MESSAGES" held
+floor floor_claim 100 4 "$BACKLOG" held
 
 # ---- ratios ----
-# rate_of PATTERN...: msgs_per_s (ops_per_s for the op queue) of the one
-# PostgreSQL line matching every pattern.
-rate_of() {
-  local lines
-  lines=$(grep '"engine":"postgres"' "$RESULTS")
-  for p in "$@"; do lines=$(grep -F -- "$p" <<<"$lines" || true); done
-  sed -nE 's/.*"(msgs|ops)_per_s":([0-9.eE+-]+).*/\2/p' <<<"$lines" | head -n 1
-}
-# ratio NAME BATCH WORKERS SPOOL_RATE FLOOR_RATE [UNIT]: one JSON line; UNIT
-# (msgs or ops, default msgs) names the spool rate's key as its bench does.
-ratio() {
-  local name=$1 batch=$2 workers=$3 spool=$4 floor=$5 unit=${6:-msgs}
-  [[ -n $spool && -n $floor ]] || { say "no data for $name"; return 0; }
-  printf '{"engine":"postgres","workload":"%s","batch":%d,"workers":%d,"spool_%s_per_s":%s,"floor_msgs_per_s":%s,"ratio":%s}\n' \
-    "$name" "$batch" "$workers" "$unit" "$spool" "$floor" "$(awk -v a="$spool" -v b="$floor" 'BEGIN { printf "%.3f", a / b }')"
-}
-ratio ratio_publish 100 1 \
-  "$(rate_of '"workload":"publish"' '"producer_batch":100,' '"workers":1,')" \
-  "$(rate_of '"workload":"floor_insert"' '"batch":100,' '"clients":1,')"
-ratio ratio_drain 100 1 \
-  "$(rate_of '"workload":"drain"' '"consumer_batch":100,' '"workers":1,')" \
-  "$(rate_of '"workload":"floor_claim"' '"batch":100,' '"clients":1,')"
-ratio ratio_drain 100 4 \
-  "$(rate_of '"workload":"drain"' '"consumer_batch":100,' '"workers":4,')" \
-  "$(rate_of '"workload":"floor_claim"' '"batch":100,' '"clients":4,')"
-# The op queue: enqueue_batch writes 100 ops per transaction like floor_insert
-# batch 100. drain_direct claims one op at a time (dequeue, then ack: two
-# transactions per op), so its nearest floor is floor_claim batch 1 (one
-# claim-and-delete statement per op), one client each.
-ratio ratio_ops_enqueue_batch 100 1 \
-  "$(rate_of '"workload":"enqueue_batch"' '"batch":100,' '"workers":1,')" \
-  "$(rate_of '"workload":"floor_insert"' '"batch":100,' '"clients":1,')" ops
-ratio ratio_ops_drain_direct 1 1 \
-  "$(rate_of '"workload":"drain_direct"' '"workers":1,')" \
-  "$(rate_of '"workload":"floor_claim"' '"batch":1,' '"clients":1,')" ops
+jq -c -s '
+  (map(select(.kind == "floor"))) as $floors
+  | def floor_of($k): ($floors | map(select(.workload == $k.w and .batch == $k.b and .clients == $k.c
+                                            and .held_snapshot == $k.h)) | first);
+  map(select(.kind == null and .engine == "postgres")) as $spool
+  | ($spool[]
+     | . as $l
+     | (if .workload == "W1" then {w: "floor_insert", b: 1, c: 1, h: false}
+        elif .workload == "W2" then {w: "floor_insert", b: 100, c: 1, h: false}
+        elif .workload == "W3" then {w: "floor_claim", b: .consumer_batch, c: .workers, h: .held_snapshot}
+        elif .workload == "backlog" then {w: "floor_claim", b: 1, c: 1, h: false}
+        else null end) as $k
+     | select($k != null)
+     | floor_of($k) as $f
+     | select($f != null)
+     | {kind: "ratio", engine: "postgres", capability: .capability, workload: .workload, backlog: .backlog,
+        producer_batch: .producer_batch, consumer_batch: .consumer_batch, workers: .workers,
+        held_snapshot: .held_snapshot, spool_msgs_per_s: .msgs_per_s, floor: $f.workload, floor_batch: $f.batch,
+        floor_clients: $f.clients, floor_held_snapshot: $f.held_snapshot, floor_msgs_per_s: $f.msgs_per_s,
+        ratio: ((.msgs_per_s / $f.msgs_per_s * 1000 | round) / 1000)} | with_entries(select(.value != null))),
+    (map(select(.kind == null and .workload == "backlog")) | group_by([.engine, .capability])[]
+     | sort_by(.backlog) | select(length >= 2)
+     | {kind: "backlog_growth", engine: .[0].engine, capability: .[0].capability, small_backlog: .[0].backlog,
+        large_backlog: .[-1].backlog, small_us_per_msg: .[0].us_per_msg, large_us_per_msg: .[-1].us_per_msg,
+        growth: ((.[-1].us_per_msg / .[0].us_per_msg * 1000 | round) / 1000)}),
+    (map(select(.kind == null and .workload == "W3" and .workers == 4)) | group_by([.engine, .capability, .consumer_batch])[]
+     | (map(select(.held_snapshot)) | first) as $h | (map(select(.held_snapshot | not)) | first) as $c
+     | select($h != null and $c != null)
+     | {kind: "held_vs_clean", engine: $h.engine, capability: $h.capability, consumer_batch: $h.consumer_batch,
+        workers: 4, held_msgs_per_s: $h.msgs_per_s, clean_msgs_per_s: $c.msgs_per_s,
+        ratio: (($h.msgs_per_s / $c.msgs_per_s * 1000 | round) / 1000)})
+' "$OUT" | emit
+
+say "done in $(($(date +%s) - START)) s; results in $OUT"

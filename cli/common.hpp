@@ -90,5 +90,7 @@ void add_mq_work_command(CLI::App& mq, cli_context& ctx);
 void add_ops_work_command(CLI::App& ops, cli_context& ctx);
 // `relay` (cmd_relay.cpp): an outbox relay with a shipped sink.
 void add_relay_command(CLI::App& app, cli_context& ctx);
+// `bench` (cmd_bench.cpp): the benchmark workloads of docs/BENCHMARKS.md.
+void add_bench_command(CLI::App& app, cli_context& ctx);
 
 }  // namespace spool::cli

@@ -14,6 +14,7 @@ PACKAGES=(
   tzdata libssl-dev
   faketime
   clang libclang-rt-14-dev
+  jq
 )
 
 missing=()

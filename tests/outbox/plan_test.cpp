@@ -3,7 +3,8 @@
 // predicate included), mark_delivered_and_claim_next, backlog, inspect and
 // retention (prune, archive) use indexes and no sequential scan at 0, 150 and
 // 100,000 mostly terminal rows, both as custom and as generic plans (the
-// store's statements are prepared per connection).
+// store's statements are prepared per connection). A claim over a large
+// pending backlog reads only the rows it claims.
 #include <fmt/format.h>
 
 #include "outbox/store.hpp"
@@ -85,13 +86,16 @@ ANALYZE outbox_messages;)",
   // The plan of one statement as the store runs it: in a transaction with
   // the settings of store_postgres.cpp's txn (store_settings), or with the
   // server's defaults; as a custom or a generic plan.
-  std::string plan(const statement& s, bool store_settings, const char* plan_cache_mode) {
+  // With analyze, the statement runs (its effects are rolled back) and the
+  // plan shows the rows each node produced.
+  std::string plan(const statement& s, bool store_settings, const char* plan_cache_mode, bool analyze = false) {
     const std::string sql = outbox::detail::render(engine::postgres, s.file, names_);
     std::string text = "BEGIN ISOLATION LEVEL READ COMMITTED;\n";
     if (store_settings) text += "SET LOCAL enable_seqscan = off;\n";
     text += fmt::format("SET LOCAL plan_cache_mode = {};\n", plan_cache_mode);
     text += "PREPARE q AS " + sql + ";\n";
-    text += s.args.empty() ? "EXPLAIN EXECUTE q;\n" : "EXPLAIN EXECUTE q(" + s.args + ");\n";
+    const std::string explain = analyze ? "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " : "EXPLAIN ";
+    text += explain + (s.args.empty() ? "EXECUTE q;\n" : "EXECUTE q(" + s.args + ");\n");
     std::string out;
     for (const auto& r : pg_query(uri_, text + "ROLLBACK;")) out += r.at(0).value_or("") + "\n";
     return out;
@@ -122,6 +126,41 @@ TEST_F(outbox_plans_postgres, claim_backlog_inspect_and_retention_use_indexes_at
   // With mostly terminal rows the planner picks the partial indexes on its
   // own, without the store's setting.
   expect_index_plans(100000, /*store_settings=*/false);
+}
+
+TEST_F(outbox_plans_postgres, a_claim_reads_only_the_pending_rows_it_claims_whatever_the_backlog) {
+  // 100,000 pending rows, all due, in claim order by available_at. The claim
+  // must walk claim_idx in order and stop at its limit: an OR over pending and
+  // expired leases once bitmap-scanned all of them and sorted them for every
+  // claim, a cost that grew with the backlog (docs/BENCHMARKS.md).
+  pg_exec(uri_, R"(
+TRUNCATE outbox_messages;
+INSERT INTO outbox_messages (id, topic, payload, payload_version, available_at, created_at)
+  SELECT 'p' || g, 't', '\x00', 1, clock_timestamp() - (100001 - g) * interval '1 millisecond',
+         clock_timestamp() - (100001 - g) * interval '1 millisecond'
+  FROM generate_series(1, 100000) g;
+ANALYZE outbox_messages;)");
+  const statement claim{"claim", "'relay', 100, 30000000", "claim (none)"};
+  for (const auto* mode : {"force_custom_plan", "force_generic_plan"}) {
+    const std::string p = plan(claim, /*store_settings=*/true, mode, /*analyze=*/true);
+    EXPECT_EQ(p.find("Bitmap"), std::string::npos) << mode << ":\n" << p;
+    const auto at = p.find("Index Scan using outbox_messages_claim_idx");
+    ASSERT_NE(at, std::string::npos) << mode << ":\n" << p;
+    const auto rows_at = p.find("rows=", at);
+    ASSERT_NE(rows_at, std::string::npos) << p;
+    EXPECT_LE(std::stol(p.substr(rows_at + 5)), 100) << mode << ": the claim read more pending rows than it claims:\n"
+                                                      << p;
+  }
+  // Expired leases are still claimed, before later pending rows.
+  pg_exec(uri_, R"(
+UPDATE outbox_messages SET state = 'leased', lease_owner = 'o', lease_token = gen_random_uuid(),
+  leased_until = clock_timestamp() - interval '1 second' WHERE id IN ('p1', 'p3');)");
+  store s(*db_);
+  const auto got = s.claim("relay", 3, 30s);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].ref.id, "p1");
+  EXPECT_EQ(got[1].ref.id, "p2");
+  EXPECT_EQ(got[2].ref.id, "p3");
 }
 
 TEST_F(outbox_plans_postgres, the_store_runs_its_statements_with_sequential_scans_disabled) {

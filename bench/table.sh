@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench/table.sh RESULTS.jsonl — the Markdown tables of docs/BENCHMARKS.md from
+# the JSON lines of bench/run.sh (needs jq): every Spool result with its floor
+# and ratio (PostgreSQL), then the backlog growth and held-snapshot lines.
+set -Eeuo pipefail
+IN=${1:?usage: bench/table.sh RESULTS.jsonl}
+
+echo "| engine | sync | capability | workload | backlog | producer batch | consumer batch | workers | held snapshot | messages | msgs/s | µs/msg | p50 / p95 / p99 ms | floor msgs/s | ratio |"
+echo "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|"
+jq -r -s '
+  (map(select(.kind == "ratio"))) as $ratios
+  | map(select(.kind == null))[]
+  | . as $l
+  | ($ratios | map(select(.capability == $l.capability and .workload == $l.workload and .engine == $l.engine
+                          and .backlog == $l.backlog and (.consumer_batch // 0) == ($l.consumer_batch // 0)
+                          and .workers == $l.workers and .held_snapshot == $l.held_snapshot)) | first) as $r
+  | [ .engine, .synchronous_commit, .capability, .workload, (.backlog // "" | tostring), (if .producer_batch > 0 then .producer_batch else "" end | tostring),
+      (if .consumer_batch > 0 then .consumer_batch else "" end | tostring), (.workers | tostring),
+      (if .held_snapshot then "yes" else "no" end), (.messages | tostring)
+        + (if .complete == false then " (time cap)" else "" end),
+      (.msgs_per_s | tostring), (.us_per_msg // "" | tostring),
+      (if .p99_ms then "\(.p50_ms) / \(.p95_ms) / \(.p99_ms)" else "" end),
+      ($r.floor_msgs_per_s // "" | tostring), ($r.ratio // "" | tostring) ]
+  | "| " + join(" | ") + " |"
+' "$IN"
+
+echo
+echo "| floor (pgbench) | batch | clients | backlog | held snapshot | messages | msgs/s |"
+echo "|---|---:|---:|---:|---|---:|---:|"
+jq -r 'select(.kind == "floor") | "| \(.workload) | \(.batch) | \(.clients) | \(.backlog) | \(if .held_snapshot then "yes" else "no" end) | \(.messages) | \(.msgs_per_s) |"' "$IN"
+
+echo
+echo "| backlog growth | capability | µs/msg at \`small\` | µs/msg at \`large\` | large ÷ small |"
+echo "|---|---|---:|---:|---:|"
+jq -r 'select(.kind == "backlog_growth") | "| \(.engine) | \(.capability) | \(.small_us_per_msg) (\(.small_backlog)) | \(.large_us_per_msg) (\(.large_backlog)) | \(.growth) |"' "$IN"
+
+echo
+echo "| held snapshot vs clean (W3, 4 workers) | capability | consumer batch | clean msgs/s | held msgs/s | held ÷ clean |"
+echo "|---|---|---:|---:|---:|---:|"
+jq -r 'select(.kind == "held_vs_clean") | "| \(.engine) | \(.capability) | \(.consumer_batch) | \(.clean_msgs_per_s) | \(.held_msgs_per_s) | \(.ratio) |"' "$IN"
