@@ -5,12 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
+#include <unordered_set>
 
 #include "common/call_guard.hpp"
 #include "common/log.hpp"
@@ -300,6 +302,35 @@ void store::mark_delivered(const lease_ref& ref, const std::function<void(sqlite
   check_ref(ref);
   detail::transition t{detail::transition::kind::deliver, {}, {}, {}, {}};
   (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, nullptr, &fn);
+}
+
+std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs, const call_options& c) {
+  if (refs.empty() || refs.size() > 1000) {
+    invalid("value_outside_bounds", fmt::format("mark_delivered_batch takes 1..1000 refs, got {}", refs.size()));
+  }
+  std::unordered_set<std::string_view> seen;
+  for (const auto& r : refs) {
+    check_ref(r);
+    if (!seen.insert(r.id).second) invalid("duplicate_ref", fmt::format("message {} appears twice in the batch", r.id));
+  }
+  using rows_t = std::vector<std::optional<detail::transition_row>>;
+  const rows_t rows = observed(
+      this, operation::deliver, &store::emit,
+      [&] {
+        try {
+          return backend_->deliver_many(refs, c);
+        } catch (...) {
+          detail::rethrow_translated();
+        }
+      },
+      [](event& e, const rows_t& got) {
+        e.count = static_cast<std::size_t>(std::count_if(got.begin(), got.end(), [](const auto& r) { return r.has_value(); }));
+      },
+      refs.size() == 1 ? refs[0].id : std::string());
+  std::vector<bool> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(r.has_value());
+  return out;
 }
 
 std::optional<claimed_message> store::mark_delivered_and_claim_next(const lease_ref& ref, microseconds lease_duration,

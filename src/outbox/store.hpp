@@ -96,6 +96,11 @@ class store_backend {
                                                const std::function<void(pg::tx&)>* pg_fn,
                                                const std::function<void(sqlite::tx&)>* sqlite_fn,
                                                const call_options& c) = 0;
+  // T5 for every ref in one transaction; per ref the transition's row, or
+  // nullopt when that lease was lost (that row is left unchanged, the
+  // others commit).
+  virtual std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs,
+                                                                  const call_options& c) = 0;
   // mark_delivered_and_claim_next (§6.2): T5 and, in the same transaction,
   // at most one claim of the next eligible row of the delivered row's scope
   // value for the lease's owner. nullopt: lease lost (nothing changed).

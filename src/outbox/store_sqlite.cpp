@@ -138,6 +138,27 @@ class sqlite_backend final : public store_backend {
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
   }
 
+  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs,
+                                                          const call_options& c) override {
+    auto conn = impl().sqlite_pool().acquire(c);
+    spool::detail::check_call(c, "outbox transition");
+    immediate_tx tx(*conn);  // the single writer: every row is locked
+    const std::int64_t now = host_now_us();  // read after the lock
+    std::vector<std::optional<transition_row>> out;
+    out.reserve(refs.size());
+    for (const auto& r : refs) {
+      const auto rows = conn->query(sql_.at("deliver"), {r.id, r.token, now}, c);
+      if (rows.empty()) {
+        out.emplace_back(std::nullopt);
+      } else {
+        out.emplace_back(transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+                                        static_cast<std::uint32_t>(std::stoul(*rows[0][2]))});
+      }
+    }
+    tx.commit();
+    return out;
+  }
+
   std::optional<deliver_next_outcome> deliver_and_claim_next(const lease_ref& ref, std::int64_t lease_us,
                                                              serialization mode, const call_options& c) override {
     auto conn = impl().sqlite_pool().acquire(c);

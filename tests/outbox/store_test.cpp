@@ -156,6 +156,45 @@ TEST_P(outbox_store, an_expired_lease_is_reclaimed_with_a_new_token_and_the_old_
   s.mark_delivered(second.ref);
 }
 
+TEST_P(outbox_store, mark_delivered_batch_delivers_every_held_lease_and_leaves_a_lost_one_unchanged) {
+  write({env("a"), env("b"), env("c"), env("d")});
+  std::vector<event> events;
+  std::mutex m;
+  auto s = make_store({.observer = [&](const event& e) {
+    std::lock_guard lock(m);
+    events.push_back(e);
+  }});
+  auto got = s.claim("relay", 4, 30s);
+  ASSERT_EQ(ids_of(got), (std::vector<std::string>{"a", "b", "c", "d"}));
+  expire_lease("c");  // c's lease is lost: its row must stay byte-identical
+  const auto snap = snapshot("c");
+  std::vector<lease_ref> refs;
+  for (const auto& g : got) refs.push_back(g.ref);
+  EXPECT_EQ(s.mark_delivered_batch(refs), (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(snapshot("c"), snap);
+  const auto rows = db_->exec("SELECT id, state, lease_token FROM outbox_messages ORDER BY id");
+  ASSERT_EQ(rows.size(), 4u);
+  for (const std::size_t i : {0u, 1u, 3u}) {
+    EXPECT_EQ(*rows[i][1], "delivered") << *rows[i][0];
+    EXPECT_FALSE(rows[i][2].has_value()) << *rows[i][0];
+  }
+  EXPECT_EQ(*rows[2][1], "leased");
+  // Delivered once: the same refs again are all lost, and change nothing.
+  EXPECT_EQ(s.mark_delivered_batch(refs), (std::vector<bool>{false, false, false, false}));
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(to_string(events[1].op), "deliver");
+  EXPECT_EQ(events[1].count, 3u);
+  EXPECT_EQ(events[2].count, 0u);
+  // The batch is checked before any database access.
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch({}), errc::invalid_argument, "value_outside_bounds");
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch(std::vector<lease_ref>(1001, refs[0])), errc::invalid_argument,
+                      "value_outside_bounds");
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch({refs[0], refs[1], refs[0]}), errc::invalid_argument,
+                      "duplicate_ref");
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch({{std::string(256, 'i'), "t"}}), errc::invalid_argument,
+                      "value_outside_bounds");
+}
+
 TEST_P(outbox_store, ordered_modes_claim_only_the_head_of_each_key_or_topic) {
   write({env("a1", "t", "a"), env("a2", "t", "a"), env("b1", "t", "b")});
   auto s = make_store();

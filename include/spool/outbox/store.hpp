@@ -224,6 +224,15 @@ class store {
   // Runs fn inside the fenced transaction before T5 commits; an exception rolls back.
   void mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn, const call_options& c = {});
   void mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn, const call_options& c = {});
+  // T5 for up to 1,000 leases in one transaction (one round trip for the
+  // locks and one statement on PostgreSQL), each fenced as mark_delivered.
+  // Returns, per ref in order, true when it was delivered and false when its
+  // lease had expired or been replaced (that row is left unchanged; the
+  // others still commit). Errors: invalid_argument (value_outside_bounds for
+  // 0 or > 1,000 refs, duplicate_ref, malformed refs), unavailable, in_doubt
+  // (then re-read with check_lease), invalid_state (not_writable),
+  // database_error. Thread-safe like every store call.
+  std::vector<bool> mark_delivered_batch(const std::vector<lease_ref>& refs, const call_options& c = {});
   // §6.2: T5 and, in the same transaction, a claim for the lease's owner of
   // the next eligible row of the delivered row's scope value under §6.1 (head
   // and, on PostgreSQL, horizon rules), so a hot key drains without poll

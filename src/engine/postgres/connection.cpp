@@ -283,6 +283,17 @@ void connection::exec_script(const std::string& sql) {
   throw_error(conn_, res.get(), intent::write, "script");
 }
 
+void connection::exec_simple(const std::string& sql, intent what) {
+  if (!healthy()) {
+    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
+                "connection_lost");
+  }
+  result_ptr res(PQexec(conn_, sql.c_str()));
+  const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;
+  throw_error(conn_, res.get(), what, "statement");
+}
+
 std::vector<row> rows_of(const PGresult* res) {
   std::vector<row> rows;
   const int n = PQntuples(res);

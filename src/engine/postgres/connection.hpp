@@ -66,6 +66,9 @@ class connection {
                                    const call_options& limits = {});
   // Simple-query protocol, for migrations (several statements, no parameters).
   void exec_script(const std::string& sql);
+  // Simple-query protocol for a few fixed statements without parameters in
+  // one round trip (e.g. BEGIN and SET LOCAL). Errors as exec.
+  void exec_simple(const std::string& sql, intent what);
 
  private:
   // Runs sql as a named prepared statement, preparing it on first use, so
