@@ -146,15 +146,8 @@ const std::string* connection::prepare_cached(const std::string& sql, int n, int
   return &prepared_.emplace(sql, std::move(name)).first->second;
 }
 
-result_ptr connection::exec_limited(const std::string& sql, int n, const char* const* values, intent what,
-                                    const call_options& limits) {
-  spool::detail::check_call(limits, "statement");
-  const std::string* name = prepare_cached(sql, n, what);
-  const int sent = name ? PQsendQueryPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0)
-                        : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
-  if (sent != 1) throw_error(conn_, nullptr, intent::read, "send");
+void connection::wait_until_ready(const call_options& limits, std::string_view& cancelled_for) {
   // Wait in short slices: a stop_token has no descriptor to poll.
-  std::string_view cancelled_for;
   while (PQisBusy(conn_) != 0) {
     if (cancelled_for.empty()) {
       if (const std::string_view why = spool::detail::interruption(limits); !why.empty()) {
@@ -174,8 +167,19 @@ result_ptr connection::exec_limited(const std::string& sql, int n, const char* c
     }
     pollfd pfd{PQsocket(conn_), POLLIN, 0};
     ::poll(&pfd, 1, slice_ms);
-    if (PQconsumeInput(conn_) == 0) break;  // connection lost: reported below
+    if (PQconsumeInput(conn_) == 0) return;  // connection lost: the caller reports it
   }
+}
+
+result_ptr connection::exec_limited(const std::string& sql, int n, const char* const* values, intent what,
+                                    const call_options& limits) {
+  spool::detail::check_call(limits, "statement");
+  const std::string* name = prepare_cached(sql, n, what);
+  const int sent = name ? PQsendQueryPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0)
+                        : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
+  if (sent != 1) throw_error(conn_, nullptr, intent::read, "send");
+  std::string_view cancelled_for;
+  wait_until_ready(limits, cancelled_for);
   // The statement's result, unless an error follows it: the server sends a
   // statement's rows at Execute but commits the implicit transaction at Sync,
   // so a session that dies in between (pg_terminate_backend, a shutdown, a
@@ -220,6 +224,13 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   std::vector<text_params> all;
   all.reserve(statements.size());
   for (const auto& s : statements) all.emplace_back(s.params, client_utf8());
+  // Hot statements are prepared (once per connection) before pipeline mode,
+  // where a synchronous PQprepare is not allowed.
+  std::vector<const std::string*> names;
+  names.reserve(statements.size());
+  for (const auto& s : statements) {
+    names.push_back(prepare_cached(std::string(s.sql), static_cast<int>(s.params.size()), intent::read));
+  }
   if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
   struct exit_guard {
     PGconn* c;
@@ -232,17 +243,29 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     const auto& s = statements[k];
     const text_params& p = all[k];
     const std::string sql(s.sql);
-    if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(s.params.size()), nullptr, p.ptrs.data(),
-                          nullptr, nullptr, 0) != 1) {
+    const int n = static_cast<int>(s.params.size());
+    const int sent = names[k] != nullptr
+                         ? PQsendQueryPrepared(conn_, names[k]->c_str(), n, p.ptrs.data(), nullptr, nullptr, 0)
+                         : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, p.ptrs.data(), nullptr, nullptr, 0);
+    if (sent != 1) {
       throw_error(conn_, nullptr, sent_any ? what : intent::read, "pipeline send");
     }
     sent_any = true;
   }
   if (PQpipelineSync(conn_) != 1) throw_error(conn_, nullptr, what, "pipeline sync");
+  // With limits, every result is awaited in slices and the pipeline's
+  // running statement cancelled at the limit (as exec_limited).
+  std::string_view cancelled_for;
+  const bool limited = limits.limited();
+  if (limited && PQflush(conn_) == -1) throw_error(conn_, nullptr, what, "pipeline flush");
+  auto next_result = [&] {
+    if (limited) wait_until_ready(limits, cancelled_for);
+    return result_ptr(PQgetResult(conn_));
+  };
   std::vector<result_ptr> results;
   result_ptr first_error;
   for (std::size_t i = 0; i < statements.size(); ++i) {
-    result_ptr res(PQgetResult(conn_));
+    result_ptr res(next_result());
     if (!res) throw_error(conn_, nullptr, what, "pipeline");
     const auto status = PQresultStatus(res.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && !first_error &&
@@ -251,13 +274,14 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
       res.reset(PQmakeEmptyPGresult(conn_, PGRES_FATAL_ERROR));
     }
     results.push_back(std::move(res));
-    while (PGresult* rest = PQgetResult(conn_)) PQclear(rest);  // the NULL that ends this statement
+    while (result_ptr rest = next_result()) {
+    }  // the NULL that ends this statement
   }
   // The sync point's own result. The implicit transaction commits here, so
   // an error before it (a session that died, a deferred constraint) means
   // the statements' good results above never committed.
   for (;;) {
-    result_ptr res(PQgetResult(conn_));
+    result_ptr res(next_result());
     if (!res) {
       if (!healthy()) throw_error(conn_, first_error.get(), what, "pipeline");
       continue;
@@ -267,7 +291,19 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     if ((status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) && !first_error)
       first_error = std::move(res);
   }
-  if (first_error) throw_error(conn_, first_error.get(), what, "pipeline");
+  if (first_error) {
+    const char* state = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
+    if (!cancelled_for.empty() && state != nullptr && std::string_view(state) == "57014") {
+      const std::string reason(cancelled_for);
+      if (what == intent::write) {
+        throw error(errc::in_doubt,
+                    fmt::format("statement cancelled ({}) after it was sent; its outcome is unknown", reason),
+                    reason, state);
+      }
+      throw error(errc::unavailable, fmt::format("statement cancelled ({})", reason), reason, state);
+    }
+    throw_error(conn_, first_error.get(), what, "pipeline");
+  }
   return results;
 }
 

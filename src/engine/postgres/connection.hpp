@@ -57,7 +57,9 @@ class connection {
                          const call_options& limits = {});
   // Sends every statement in one round trip (libpq pipeline mode) as one
   // implicit transaction: all of them take effect or none. Returns each
-  // statement's result; throws for the first failure.
+  // statement's result; throws for the first failure. Statements may also
+  // open and commit an explicit transaction (BEGIN … COMMIT): after a
+  // failure that one is left aborted, and the caller must roll it back.
   struct statement {
     std::string_view sql;
     std::vector<param> params;
@@ -77,6 +79,9 @@ class connection {
   // The prepared statement's name (preparing it now), or nullptr when the
   // cache is full. Throws when preparing fails.
   const std::string* prepare_cached(const std::string& sql, int n, intent what);
+  // Waits until a result can be read without blocking, cancelling the
+  // running statement once (cancelled_for names why) when the limits end.
+  void wait_until_ready(const call_options& limits, std::string_view& cancelled_for);
   // Sends without blocking and waits, cancelling the statement at the limit.
   result_ptr exec_limited(const std::string& sql, int n, const char* const* values, intent what,
                           const call_options& limits);
