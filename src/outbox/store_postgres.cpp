@@ -81,19 +81,26 @@ class txn {
 // fenced transition costs one round trip instead of four. Returns the
 // statements' results. A failure leaves nothing committed: the aborted
 // transaction is rolled back, or the connection dropped.
+//
+// generic_plan: the statements' plan does not depend on their values (the
+// claim in mode none walks claim_idx whatever the limit; a fenced transition
+// finds one row by id), so they are planned once per connection instead of
+// on every call (a custom plan of the claim cost more than running it).
 std::vector<pg::detail::result_ptr> one_trip_tx(spool::detail::database_impl& db,
                                                 const std::vector<conn_t::statement>& statements,
-                                                const call_options& c) {
+                                                bool generic_plan, const call_options& c) {
   auto lease = db.pg_pool().acquire(c);
   std::vector<conn_t::statement> all;
-  all.reserve(statements.size() + 3);
+  all.reserve(statements.size() + 4);
   all.push_back({"BEGIN ISOLATION LEVEL READ COMMITTED", {}});
   all.push_back({"SET LOCAL enable_seqscan = off", {}});
+  if (generic_plan) all.push_back({"SET LOCAL plan_cache_mode = force_generic_plan", {}});
+  const auto lead = static_cast<std::ptrdiff_t>(all.size());
   all.insert(all.end(), statements.begin(), statements.end());
   all.push_back({"COMMIT", {}});
   try {
     auto results = lease->pipeline(all, intent::write, c);
-    results.erase(results.begin(), results.begin() + 2);
+    results.erase(results.begin(), results.begin() + lead);
     results.pop_back();
     return results;
   } catch (...) {
@@ -151,7 +158,8 @@ class postgres_backend final : public store_backend {
     const char* file = mode == serialization::none ? "claim" : mode == serialization::by_ordering_key ? "claim_by_key" : "claim_by_topic";
     spool::detail::check_call(c, "outbox claim");
     const auto results =
-        one_trip_tx(impl(), {{sql_.at(file), {owner, static_cast<std::int64_t>(limit), lease_us}}}, c);
+        one_trip_tx(impl(), {{sql_.at(file), {owner, static_cast<std::int64_t>(limit), lease_us}}},
+                    mode == serialization::none, c);
     const auto rows = pg::detail::rows_of(results.at(0).get());
     std::vector<claimed_message> out;
     std::vector<std::string> undecodable;
@@ -223,7 +231,7 @@ class postgres_backend final : public store_backend {
     if (pg_fn == nullptr || !*pg_fn) {
       // Nothing runs between the fence and the commit: one round trip. A
       // lost lease updates no row, so the transaction commits nothing.
-      rows = pg::detail::rows_of(one_trip_tx(impl(), {lock, step}, c).at(1).get());
+      rows = pg::detail::rows_of(one_trip_tx(impl(), {lock, step}, true, c).at(1).get());
       if (rows.empty()) return std::nullopt;
     } else {
       pg::tx tx(db_);
@@ -249,7 +257,7 @@ class postgres_backend final : public store_backend {
     const std::string id_array = array_of(ids);
     // Locks in id order first (no deadlock with other batches), then T5.
     const auto results = one_trip_tx(
-        impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, array_of(tokens)}}}, c);
+        impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, array_of(tokens)}}}, true, c);
     const auto rows = pg::detail::rows_of(results.at(1).get());
     std::unordered_map<std::string, transition_row> got;
     for (const auto& r : rows) {
