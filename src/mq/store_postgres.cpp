@@ -63,11 +63,11 @@ class postgres_store final : public store {
 
   std::vector<claimed_row> claim(const std::string& queue, const std::string& poll_uuid, std::size_t max,
                                  std::int64_t visibility_s, bool strict, const call_options& c) override {
+    std::string sql = sql_.at("claim");
+    sql.replace(sql.find("{{limit}}"), 9, std::to_string(max));  // a number the queue validated
     auto conn = db_.pg_pool().acquire(c);
-    const auto rows = conn->query(sql_.at("claim"),
-                                  {queue, poll_uuid, static_cast<std::int64_t>(max), visibility_s,
-                                   std::string(strict ? "true" : "false")},
-                                  intent::write, c);
+    const auto rows =
+        conn->query(sql, {queue, poll_uuid, visibility_s, std::string(strict ? "true" : "false")}, intent::write, c);
     std::vector<claimed_row> out;
     out.reserve(rows.size());
     for (const auto& r : rows) {

@@ -1,5 +1,10 @@
--- Claim up to $3 messages of queue $1 in one statement (message-queue.md §5.1).
--- $2 poll uuid, $4 visibility seconds, $5 strict group order (Gate C).
+-- Claim up to `limit` messages of queue $1 in one statement (message-queue.md §5.1).
+-- $2 poll uuid, $3 visibility seconds, $4 strict group order (Gate C).
+-- The limit is a literal (one prepared statement per poll size), not a
+-- parameter: with a parameter the generic plan cannot know the candidates are
+-- few and joins them to the whole queue by hash, so PostgreSQL re-planned
+-- every claim (planning cost twice the execution, docs/BENCHMARKS.md); with a
+-- literal the generic plan is the index walk and it is planned once.
 -- The contract is the predicate: a candidate is visible and no EARLIER row of
 -- its group (same COALESCE(message_group_id, id), spelled as the index is)
 --   Gate A: is visible (claimed or not), or
@@ -19,18 +24,18 @@ WITH clock AS (
       WHERE e.queue_name = m.queue_name
         AND COALESCE(e.message_group_id, e.id) = COALESCE(m.message_group_id, m.id)
         AND (e.created_at, e.id) < (m.created_at, m.id)
-        AND (e.visible_at <= clock.now OR e.receipt_handle IS NULL OR $5::boolean)
+        AND (e.visible_at <= clock.now OR e.receipt_handle IS NULL OR $4::boolean)
       -- OFFSET 0 keeps this a per-candidate index probe: pulled up into an
       -- anti-join it becomes quadratic in the backlog when statistics are
       -- missing (a fresh table) or the performance indexes are absent.
       OFFSET 0)
   ORDER BY m.created_at, m.id
-  LIMIT $3
+  LIMIT {{limit}}
   FOR UPDATE OF m SKIP LOCKED
 )
 UPDATE {{s}}queue_messages q
 SET receipt_handle = $2 || ':' || q.id,
-    visible_at = clock.now + $4::bigint,
+    visible_at = clock.now + $3::bigint,
     receive_count = q.receive_count + 1
 FROM candidates c, clock
 WHERE q.queue_name = $1 AND q.id = c.id AND q.visible_at <= clock.now
