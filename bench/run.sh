@@ -122,10 +122,8 @@ done
 # drain rows again, for the SQLite targets of docs/BENCHMARKS.md.
 for cap in ${CAPABILITIES//,/ }; do
   say "spool bench: $cap on SQLite, synchronous=normal"
-  batch=100
-  [[ $cap == ops ]] && batch=1  # the op queue claims one op at a time
   "$SPOOL_CLI" bench --db "sqlite:$WORK/sqlite/normal-$cap.db" --json --capability "$cap" --backlog "$BACKLOG" \
-    --workload W2,W3 --workers 1,4 --consumer-batch "$batch" --sqlite-synchronous normal --max-seconds "$MAX_SECONDS" \
+    --workload W2,W3 --workers 1,4 --consumer-batch 100 --sqlite-synchronous normal --max-seconds "$MAX_SECONDS" \
     --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
 done
 

@@ -123,7 +123,7 @@ class driver {
   [[nodiscard]] virtual std::int64_t waiting() = 0;
   // One claim of up to batch messages and their acks, as worker `worker`.
   virtual consumed consume(int batch, int worker) = 0;
-  // Whether a claim of `batch` exists (the op queue claims one op at a time).
+  // Whether a claim of `batch` exists (1 and 100 in every capability).
   [[nodiscard]] virtual bool supports_batch(int batch) const { return batch == 1 || batch == 100; }
   // W4: `consumers` consumers with wake-ups on; publish(stamp) is called by
   // the workload at the target rate; every handled message's stamp goes to log.
@@ -293,7 +293,6 @@ class ops_driver final : public driver {
     return count(fmt::format("SELECT count(*) FROM ops_queue WHERE type <> '{}'", bench_name));
   }
   void clear() override { wipe({"ops_queue"}); }
-  bool supports_batch(int batch) const override { return batch == 1; }  // dequeue claims one op
   void publish(int n) override {
     if (n == 1) {
       (void)q_->enqueue(op_);
@@ -329,8 +328,18 @@ class ops_driver final : public driver {
         tmpl, n - 1);
   }
   std::int64_t waiting() override { return count("SELECT count(*) FROM ops_queue WHERE status = 'pending'"); }
-  consumed consume(int, int worker) override {
-    auto got = q_->dequeue(types_, owners_.at(static_cast<std::size_t>(worker)));
+  consumed consume(int batch, int worker) override {
+    const std::string& owner = owners_.at(static_cast<std::size_t>(worker));
+    if (batch > 1) {
+      const auto claimed = q_->dequeue_batch(static_cast<std::size_t>(batch), types_, owner);
+      if (claimed.empty()) return {};
+      std::vector<ops::lease> leases;
+      leases.reserve(claimed.size());
+      for (const auto& c : claimed) leases.push_back({c.id, c.lease_token.value_or("")});
+      const auto refused = q_->ack_batch(leases);
+      return {static_cast<long>(claimed.size()), static_cast<long>(claimed.size() - refused.size())};
+    }
+    auto got = q_->dequeue(types_, owner);
     if (!got) return {};
     // An ack that met a busy database is retried with the same token: the
     // replay of a recorded ack succeeds (op-queue.md §4.5).

@@ -34,8 +34,9 @@ void run_work(cli_context& ctx, const work_args& a) {
   signal_scope signals;
   const auto visibility =
       a.visibility.empty() ? std::chrono::seconds(30) : parse_seconds(a.visibility, "--visibility");
-  spool::mq::queue q(open_database(ctx),
-                     {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
+  spool::mq::queue q(
+      open_database(ctx),
+      {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
   (void)q.metrics();  // fail fast (missing tables, unreachable) before starting workers
   spool::mq::consumer c(
       q,
@@ -122,7 +123,10 @@ void add_mq_work_command(CLI::App& mq, cli_context& ctx) {
   add_metrics_option(*work, a->metrics_addr);
   add_notify_option(*work, ctx);
   add_connection_options(*work, ctx);
-  work->callback([&ctx, a] { ctx.action = [&ctx, a] { run_work(ctx, *a); }; });
+  work->callback([&ctx, a] {
+    ctx.takes_signals = true;
+    ctx.action = [&ctx, a] { run_work(ctx, *a); };
+  });
 }
 
 }  // namespace spool::cli

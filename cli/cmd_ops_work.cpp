@@ -181,7 +181,10 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
   add_metrics_option(*work, a->metrics_addr);
   add_notify_option(*work, ctx);
   add_connection_options(*work, ctx);
-  work->callback([&ctx, a] { ctx.action = [&ctx, a] { run_ops_work(ctx, *a); }; });
+  work->callback([&ctx, a] {
+    ctx.takes_signals = true;
+    ctx.action = [&ctx, a] { run_ops_work(ctx, *a); };
+  });
 }
 
 }  // namespace spool::cli

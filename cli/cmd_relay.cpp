@@ -277,7 +277,10 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
   add_metrics_option(*cmd, a->metrics_addr);
   add_notify_option(*cmd, ctx);
   add_connection_options(*cmd, ctx);
-  cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { run_relay(ctx, *a); }; });
+  cmd->callback([&ctx, a] {
+    ctx.takes_signals = true;
+    ctx.action = [&ctx, a] { run_relay(ctx, *a); };
+  });
 }
 
 }  // namespace spool::cli

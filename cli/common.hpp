@@ -38,6 +38,11 @@ struct cli_context {
   // The chosen command, set by a CLI11 callback and run after parsing, so
   // spool::error never has to travel through CLI11's parser.
   std::function<void()> action;
+  // Set by the long-running commands (mq work, ops work, relay), which take
+  // SIGINT and SIGTERM themselves (signal_scope): main() keeps the two
+  // blocked from its first line for them, so a stop sent while the process
+  // is still starting is handled as a graceful stop instead of killing it.
+  bool takes_signals = false;
 };
 
 // Parses "30", "500ms", "30s", "5m", "2h", "1d" (a bare integer is seconds).

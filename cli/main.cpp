@@ -5,7 +5,10 @@
 // stderr line "spool: <errc>[/<reason>]: <message>"), 2 a usage error.
 // Nothing reaches stdout unless the command succeeded.
 
+#include <pthread.h>
+
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -19,13 +22,33 @@
 
 namespace {
 
+// SIGINT and SIGTERM are blocked from main's first line until the command is
+// known: a long-running command takes them with sigwait (signal_scope), also
+// one sent while it was starting; any other command gets them unblocked, so
+// a pending one then ends it as before.
+class early_signals {
+ public:
+  early_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  void release() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_{};
+};
+
 int run(int argc, char** argv) {
+  early_signals signals;
   spool::cli::cli_context ctx;
   const auto app = spool::cli::build_app(ctx);
-  if (const auto code = spool::cli::parse_only(*app, std::vector<std::string>(argv, argv + argc), ctx,
-                                               std::cout, std::cerr)) {
-    return *code;
-  }
+  const auto code =
+      spool::cli::parse_only(*app, std::vector<std::string>(argv, argv + argc), ctx, std::cout, std::cerr);
+  if (!ctx.takes_signals || code) signals.release();
+  if (code) return *code;
 
   spool::cli::setup_logging(ctx.log_level);
 

@@ -38,8 +38,8 @@ class postgres_store final : public store {
  public:
   postgres_store(spool::detail::database_impl& db, std::string schema, bool notify)
       : db_(db), schema_(std::move(schema)), notify_(notify) {
-    for (const char* name : {"claim", "quarantine", "ack", "release", "extend", "ack_batch", "metrics", "failed", "redrive",
-                             "redrive_preview"}) {
+    for (const char* name : {"claim", "quarantine", "ack", "release", "extend", "ack_batch", "metrics",
+                             "failed", "redrive", "redrive_preview"}) {
       sql_[name] = render_sql(fmt::format("postgres/mq/queries/{}.sql", name), schema_);
     }
   }
@@ -47,8 +47,9 @@ class postgres_store final : public store {
   void check_tables(const call_options& c) override {
     const std::string prefix = schema_.empty() ? "" : spool::detail::quote_identifier(schema_) + ".";
     auto conn = db_.pg_pool().acquire(c);
-    const auto rows = conn->query(spool::detail::embedded_sql("postgres/mq/queries/check_tables.sql"),
-                                  {prefix + "queue_messages", prefix + "queue_messages_failed"}, intent::read, c);
+    const auto rows =
+        conn->query(spool::detail::embedded_sql("postgres/mq/queries/check_tables.sql"),
+                    {prefix + "queue_messages", prefix + "queue_messages_failed"}, intent::read, c);
     const char* names[] = {"queue_messages", "queue_messages_failed"};
     for (int i = 0; i < 2; ++i) {
       if (rows.at(0).at(i) != "t") {
@@ -66,8 +67,8 @@ class postgres_store final : public store {
     std::string sql = sql_.at("claim");
     sql.replace(sql.find("{{limit}}"), 9, std::to_string(max));  // a number the queue validated
     auto conn = db_.pg_pool().acquire(c);
-    const auto rows =
-        conn->query(sql, {queue, poll_uuid, visibility_s, std::string(strict ? "true" : "false")}, intent::write, c);
+    const auto rows = conn->query(
+        sql, {queue, poll_uuid, visibility_s, std::string(strict ? "true" : "false")}, intent::write, c);
     std::vector<claimed_row> out;
     out.reserve(rows.size());
     for (const auto& r : rows) {
@@ -83,7 +84,8 @@ class postgres_store final : public store {
     return affected(res.get()) > 0;
   }
 
-  bool ack(const std::string& queue, const std::string& id, const std::string& receipt, const call_options& c) override {
+  bool ack(const std::string& queue, const std::string& id, const std::string& receipt,
+           const call_options& c) override {
     return run_affecting("ack", {queue, id, receipt}, c, &queue);
   }
   bool release(const std::string& queue, const std::string& id, const std::string& receipt,
@@ -119,7 +121,8 @@ class postgres_store final : public store {
     return out;
   }
 
-  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s, const call_options& c) override {
+  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s,
+                           const call_options& c) override {
     auto conn = db_.pg_pool().acquire(c);
     auto out = postgres_insert(*conn, schema_, rows, delay_s, notify_, c);
     db_.wake().raise();
@@ -133,13 +136,16 @@ class postgres_store final : public store {
     return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3])};
   }
 
-  std::vector<failed_message> failed(const std::string& queue, std::size_t limit, const call_options& c) override {
+  std::vector<failed_message> failed(const std::string& queue, std::size_t limit,
+                                     const call_options& c) override {
     auto conn = db_.pg_pool().acquire(c);
-    const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, intent::read, c);
+    const auto rows =
+        conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, intent::read, c);
     std::vector<failed_message> out;
     out.reserve(rows.size());
     for (const auto& r : rows) {
-      out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
+      out.push_back(
+          {*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
     }
     return out;
   }
@@ -155,7 +161,8 @@ class postgres_store final : public store {
     }
   }
 
-  std::vector<std::pair<std::string, bool>> redrive(const std::string& queue, const std::vector<std::string>& ids,
+  std::vector<std::pair<std::string, bool>> redrive(const std::string& queue,
+                                                    const std::vector<std::string>& ids,
                                                     const std::string& actor, const std::string& reason,
                                                     bool dry_run, const call_options& c) override {
     std::vector<const std::string*> id_ptrs;
@@ -163,8 +170,9 @@ class postgres_store final : public store {
     for (const auto& s : ids) id_ptrs.push_back(&s);
     const param id_array = ids.empty() ? param(nullptr) : param(pg::detail::text_array(id_ptrs));
     auto conn = db_.pg_pool().acquire(c);
-    const auto rows = dry_run ? conn->query(sql_.at("redrive_preview"), {queue, id_array}, intent::read, c)
-                              : conn->query(sql_.at("redrive"), {queue, id_array, actor, reason}, intent::write, c);
+    const auto rows =
+        dry_run ? conn->query(sql_.at("redrive_preview"), {queue, id_array}, intent::read, c)
+                : conn->query(sql_.at("redrive"), {queue, id_array, actor, reason}, intent::write, c);
     std::vector<std::pair<std::string, bool>> out;
     out.reserve(rows.size());
     for (const auto& r : rows) out.emplace_back(*r[0], r[1] == "t");
@@ -188,7 +196,8 @@ class postgres_store final : public store {
   // With notify on, runs the statement and a NOTIFY per queue in one
   // pipelined round trip, one implicit transaction, so the notification is
   // delivered only if the write commits (I10).
-  pg::detail::result_ptr write(pg::detail::connection& conn, const std::string& sql, const std::vector<param>& params,
+  pg::detail::result_ptr write(pg::detail::connection& conn, const std::string& sql,
+                               const std::vector<param>& params,
                                const std::vector<std::string>& notify_queues, const call_options& c) {
     if (!notify_ || notify_queues.empty()) return conn.exec(sql, params, intent::write, c);
     std::vector<pg::detail::connection::statement> batch{{sql, params}};
@@ -227,12 +236,14 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
     std::vector<pg::detail::connection::statement> batch{{sql, std::move(params)}};
     std::vector<std::string> notified;
     for (const auto& r : rows) {
-      if (std::find(notified.begin(), notified.end(), *r.queue_name) == notified.end()) notified.push_back(*r.queue_name);
+      if (std::find(notified.begin(), notified.end(), *r.queue_name) == notified.end())
+        notified.push_back(*r.queue_name);
     }
     for (const auto& q : notified) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
     if (conn.in_transaction()) {
       inserted = conn.query(batch[0].sql, batch[0].params, intent::write, c);
-      for (std::size_t i = 1; i < batch.size(); ++i) conn.exec(batch[i].sql, batch[i].params, intent::write, c);
+      for (std::size_t i = 1; i < batch.size(); ++i)
+        conn.exec(batch[i].sql, batch[i].params, intent::write, c);
     } else {
       inserted = pg::detail::rows_of(conn.pipeline(batch, intent::write, c).front().get());
     }
@@ -252,7 +263,8 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
   return out;
 }
 
-std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema, bool notify) {
+std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema,
+                                           bool notify) {
   return std::make_unique<postgres_store>(db, schema, notify);
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 #include "common/call_guard.hpp"
 #include "common/identifier.hpp"
@@ -392,6 +393,30 @@ std::optional<op> queue::dequeue(const std::vector<std::string>& types, std::str
   return detail::decode_row(*r, true);
 }
 
+std::vector<op> queue::dequeue_batch(std::size_t max, const std::vector<std::string>& types,
+                                     std::string_view owner, const call_options& call) {
+  if (max == 0 || max > 1000) {
+    throw error(errc::invalid_argument, fmt::format("dequeue_batch takes 1..1000 ops, got {}", max),
+                "value_outside_bounds");
+  }
+  for (const auto& t : types) detail::check_name("type", t);
+  std::string who(owner);
+  if (who.empty()) {
+    who = impl_->owner;
+  } else {
+    detail::check_name("owner", who);
+  }
+  std::vector<std::string> tokens;
+  tokens.reserve(max);
+  for (std::size_t i = 0; i < max; ++i) tokens.push_back(detail::random_hex(16));
+  const auto lim = impl_->limits(call);
+  const auto rows = impl_->run([&] { return impl_->st->claim_many(types, who, tokens, lim); });
+  std::vector<op> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(detail::decode_row(r, true));
+  return out;
+}
+
 bool queue::has_ready(const std::vector<std::string>& types, const call_options& call) {
   for (const auto& t : types) detail::check_name("type", t);
   const auto lim = impl_->limits(call);
@@ -415,6 +440,40 @@ detail::fence_request request(detail::fence_request::kind what, std::string_view
 
 void queue::ack(std::string_view id, std::string_view token, const call_options& call) {
   impl_->outcome(request(detail::fence_request::kind::ack, id, token), call);
+}
+
+std::vector<lease> queue::ack_batch(const std::vector<lease>& leases, const call_options& call) {
+  if (leases.empty()) return {};
+  if (leases.size() > 1000) {
+    throw error(errc::invalid_argument,
+                fmt::format("ack_batch takes at most 1000 leases, got {}", leases.size()),
+                "value_outside_bounds");
+  }
+  std::set<std::string_view> seen;
+  std::vector<detail::fence_request> acks;
+  acks.reserve(leases.size());
+  for (const auto& l : leases) {
+    if (l.token.empty()) {
+      throw error(errc::invalid_argument, fmt::format("ack_batch: the lease of op \"{}\" has no token", l.id),
+                  "value_outside_bounds");
+    }
+    if (!seen.insert(l.id).second) {
+      throw error(errc::invalid_argument, fmt::format("ack_batch: op \"{}\" appears twice", l.id),
+                  "duplicate_ref");
+    }
+    acks.push_back(request(detail::fence_request::kind::ack, l.id, l.token));
+  }
+  const auto lim = impl_->limits(call);
+  const auto results = impl_->run([&] { return impl_->st->ack_many(acks, lim); });
+  std::vector<lease> not_acked;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    try {
+      detail::check_fence(results.at(i), acks[i]);
+    } catch (const error&) {
+      not_acked.push_back(leases[i]);
+    }
+  }
+  return not_acked;
 }
 
 op_status queue::fail(std::string_view id, std::string_view token, std::string_view message, bool retry,

@@ -94,7 +94,15 @@ class store {
   // Claims one ready op (T2); the returned row carries the 16 op columns.
   virtual std::optional<row> claim(const std::vector<std::string>& types, const std::string& owner,
                                    const std::string& token, const call_options& call) = 0;
+  // Claims up to tokens.size() ready ops in claim order (T2 for each), the
+  // n-th with the n-th token; the rows carry the 16 op columns.
+  virtual std::vector<row> claim_many(const std::vector<std::string>& types, const std::string& owner,
+                                      const std::vector<std::string>& tokens, const call_options& call) = 0;
   virtual fence_result outcome(const fence_request& request, const call_options& call) = 0;
+  // Acks (kind ack only) in one transaction, each fenced as outcome(); per
+  // request in order, the row as that ack found it and whether it applied.
+  virtual std::vector<fence_result> ack_many(const std::vector<fence_request>& acks,
+                                             const call_options& call) = 0;
   // Per lease: true when its heartbeat was refreshed.
   virtual std::vector<bool> heartbeat_batch(const std::vector<lease>& leases, const call_options& call) = 0;
   virtual status_change cancel(const std::string& id, const call_options& call) = 0;

@@ -88,12 +88,30 @@ class postgres_store final : public store {
  public:
   postgres_store(spool::detail::database_impl& db, store_config config)
       : db_(db), config_(std::move(config)) {
-    for (const char* name :
-         {"enqueue",       "existing_ids",  "holders",         "has_ready", "dequeue",
-          "ack",           "fail",          "release",         "heartbeat", "heartbeat_batch",
-          "cancel",        "retry",         "retry_holder",    "get",       "list",
-          "list_after",    "stats",         "recover_orphans", "rescue",    "recover_legacy",
-          "check_columns", "check_indexes", "ledger_version"}) {
+    for (const char* name : {"enqueue",
+                             "existing_ids",
+                             "holders",
+                             "has_ready",
+                             "dequeue",
+                             "dequeue_many",
+                             "ack",
+                             "fail",
+                             "release",
+                             "heartbeat",
+                             "heartbeat_batch",
+                             "cancel",
+                             "retry",
+                             "retry_holder",
+                             "get",
+                             "list",
+                             "list_after",
+                             "stats",
+                             "recover_orphans",
+                             "rescue",
+                             "recover_legacy",
+                             "check_columns",
+                             "check_indexes",
+                             "ledger_version"}) {
       sql_[name] = ops_sql(engine::postgres, name, config_);
     }
   }
@@ -199,6 +217,47 @@ class postgres_store final : public store {
     auto rows = conn->query(sql_.at("dequeue"), {text_array(types), owner, token}, intent::write, call);
     if (rows.empty()) return std::nullopt;
     return std::move(rows.front());
+  }
+
+  std::vector<row> claim_many(const std::vector<std::string>& types, const std::string& owner,
+                              const std::vector<std::string>& tokens, const call_options& call) override {
+    std::string sql = sql_.at("dequeue_many");
+    sql.replace(sql.find("{{limit}}"), 9, std::to_string(tokens.size()));  // a count the queue validated
+    auto conn = db_.pg_pool().acquire(call);
+    auto rows = conn->query(sql, {text_array(types), owner, text_array(tokens)}, intent::write, call);
+    std::sort(rows.begin(), rows.end(),
+              [](const row& a, const row& b) { return std::stoll(*a.back()) < std::stoll(*b.back()); });
+    for (auto& r : rows) r.pop_back();  // n: claim order, restored
+    return rows;
+  }
+
+  std::vector<fence_result> ack_many(const std::vector<fence_request>& acks,
+                                     const call_options& call) override {
+    // One round trip and one implicit transaction: every ack statement of
+    // ack.sql in a pipeline, in id order so concurrent batches lock rows in
+    // the same order (no deadlock).
+    std::vector<std::size_t> order(acks.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return acks[a].id < acks[b].id; });
+    std::vector<pg::detail::connection::statement> statements;
+    statements.reserve(acks.size());
+    for (const std::size_t i : order)
+      statements.push_back({sql_.at("ack"), {acks[i].id, opt_text(acks[i].token)}});
+    auto conn = db_.pg_pool().acquire(call);
+    const auto results = conn->pipeline(statements, intent::write, call);
+    std::vector<fence_result> out(acks.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const auto rows = pg::detail::rows_of(results.at(k).get());
+      if (rows.empty()) continue;
+      fence_result& f = out[order[k]];
+      f.found = true;
+      f.status = rows[0][0].value_or("");
+      f.lease_token = rows[0][1];
+      f.applied = rows[0][2].has_value();
+      f.new_status = rows[0][2].value_or("");
+    }
+    return out;
   }
 
   fence_result outcome(const fence_request& rq, const call_options& call) override {

@@ -128,11 +128,11 @@ class sqlite_store final : public store {
     return std::move(rows.front());
   }
 
-  fence_result outcome(const fence_request& rq, const call_options& call) override {
-    auto conn = pool_.acquire(call);
-    immediate_tx tx(*conn);
+  // One fenced outcome inside the caller's BEGIN IMMEDIATE.
+  fence_result outcome_locked(sqlite::detail::connection& c, const fence_request& rq,
+                              const call_options& call) {
     fence_result out;
-    const auto target = conn->query(sql_.at("fence_target"), {rq.id}, call);
+    const auto target = c.query(sql_.at("fence_target"), {rq.id}, call);
     if (target.empty()) return out;
     out.found = true;
     out.status = target[0][0].value_or("");
@@ -142,20 +142,20 @@ class sqlite_store final : public store {
       std::vector<row> rows;
       switch (rq.what) {
         case fence_request::kind::ack:
-          rows = conn->query(sql_.at("ack"), {rq.id, token}, call);
+          rows = c.query(sql_.at("ack"), {rq.id, token}, call);
           break;
         case fence_request::kind::heartbeat:
-          rows = conn->query(sql_.at("heartbeat"), {rq.id, token}, call);
+          rows = c.query(sql_.at("heartbeat"), {rq.id, token}, call);
           break;
         case fence_request::kind::release:
-          rows = conn->query(sql_.at("release"), {rq.id, token, rq.message}, call);
+          rows = c.query(sql_.at("release"), {rq.id, token, rq.message}, call);
           break;
         case fence_request::kind::fail: {
           const param at = rq.retry_at ? param(sqlite_time_ceil(*rq.retry_at)) : param(nullptr);
           const param delay =
               rq.retry_delay ? param(delay_modifier(*rq.retry_delay)) : param(std::string("+0 seconds"));
-          rows = conn->query(sql_.at("fail"),
-                             {rq.id, token, rq.message, std::int64_t{rq.retry ? 1 : 0}, at, delay}, call);
+          rows = c.query(sql_.at("fail"),
+                         {rq.id, token, rq.message, std::int64_t{rq.retry ? 1 : 0}, at, delay}, call);
           break;
         }
       }
@@ -164,8 +164,44 @@ class sqlite_store final : public store {
         out.new_status = rows[0][0].value_or("");
       }
     }
+    return out;
+  }
+
+  fence_result outcome(const fence_request& rq, const call_options& call) override {
+    auto conn = pool_.acquire(call);
+    immediate_tx tx(*conn);
+    fence_result out = outcome_locked(*conn, rq, call);
+    if (!out.found) return out;  // rolls back: nothing changed
     tx.commit();
     if (out.applied && out.new_status == "pending") wake_.raise();
+    return out;
+  }
+
+  std::vector<fence_result> ack_many(const std::vector<fence_request>& acks,
+                                     const call_options& call) override {
+    auto conn = pool_.acquire(call);
+    immediate_tx tx(*conn);  // one commit (one fsync) for the whole batch
+    std::vector<fence_result> out;
+    out.reserve(acks.size());
+    for (const auto& rq : acks) out.push_back(outcome_locked(*conn, rq, call));
+    tx.commit();
+    return out;
+  }
+
+  std::vector<row> claim_many(const std::vector<std::string>& types, const std::string& owner,
+                              const std::vector<std::string>& tokens, const call_options& call) override {
+    auto conn = pool_.acquire(call);
+    const std::string filter = json_array(types);
+    // Probe under a read lock first: an idle poll never takes the write lock.
+    if (conn->query(sql_.at("has_ready"), {filter}, call).at(0).at(0) != "1") return {};
+    immediate_tx tx(*conn);  // the single writer: one claim after another, one commit
+    std::vector<row> out;
+    for (const auto& token : tokens) {
+      auto rows = conn->query(sql_.at("claim"), {filter, owner, token}, call);
+      if (rows.empty()) break;
+      out.push_back(std::move(rows.front()));
+    }
+    tx.commit();
     return out;
   }
 

@@ -39,7 +39,8 @@ void check_ref(const lease_ref& ref) {
     invalid("value_outside_bounds", fmt::format("lease id is {} bytes; it must be 1..255", ref.id.size()));
   }
   if (ref.token.size() > 36) {
-    invalid("value_outside_bounds", fmt::format("lease token is {} bytes; the limit is 36", ref.token.size()));
+    invalid("value_outside_bounds",
+            fmt::format("lease token is {} bytes; the limit is 36", ref.token.size()));
   }
 }
 
@@ -57,7 +58,8 @@ struct store::state {
   std::string qualified;       // the NOTIFY payload naming this table
 };
 
-store::store(database& db, store_options options) : options_(std::move(options)), state_(std::make_unique<state>()) {
+store::store(database& db, store_options options)
+    : options_(std::move(options)), state_(std::make_unique<state>()) {
   const auto& o = options_;
   if (o.max_claim_batch < 1 || o.max_claim_batch > 1000) {
     invalid("invalid_claim_limit", fmt::format("max_claim_batch = {} is outside 1..1000", o.max_claim_batch));
@@ -72,9 +74,11 @@ store::store(database& db, store_options options) : options_(std::move(options))
     invalid("invalid_retry_delay", "max_retry_delay must be 1 s..30 days");
   }
   if (o.max_error_bytes < 64 || o.max_error_bytes > 4096) {
-    invalid("value_outside_bounds", fmt::format("max_error_bytes = {} is outside 64..4096", o.max_error_bytes));
+    invalid("value_outside_bounds",
+            fmt::format("max_error_bytes = {} is outside 64..4096", o.max_error_bytes));
   }
-  if (o.replay_lock_timeout < std::chrono::milliseconds(100) || o.replay_lock_timeout > std::chrono::seconds(60)) {
+  if (o.replay_lock_timeout < std::chrono::milliseconds(100) ||
+      o.replay_lock_timeout > std::chrono::seconds(60)) {
     invalid("invalid_config", fmt::format("replay_lock_timeout = {} ms is outside 100 ms..60 s",
                                           o.replay_lock_timeout.count()));
   }
@@ -193,18 +197,23 @@ auto observed(const store* s, operation op, void (store::*emit)(event) const, Fn
 
 }  // namespace
 
-std::vector<claimed_message> store::claim(const std::string& owner, std::size_t limit, microseconds lease_duration,
-                                          serialization mode, const call_options& c) {
+std::vector<claimed_message> store::claim(const std::string& owner, std::size_t limit,
+                                          microseconds lease_duration, serialization mode,
+                                          const call_options& c) {
   if (owner.empty()) invalid("claim_owner_required", "claim needs an owner");
-  if (owner.size() > 255) invalid("value_outside_bounds", fmt::format("owner is {} bytes; the limit is 255", owner.size()));
+  if (owner.size() > 255)
+    invalid("value_outside_bounds", fmt::format("owner is {} bytes; the limit is 255", owner.size()));
   if (limit < 1 || limit > options_.max_claim_batch) {
-    invalid("invalid_claim_limit", fmt::format("limit = {} is outside 1..{}", limit, options_.max_claim_batch));
+    invalid("invalid_claim_limit",
+            fmt::format("limit = {} is outside 1..{}", limit, options_.max_claim_batch));
   }
   if (lease_duration <= microseconds(0) || lease_duration > options_.max_lease_duration) {
-    invalid("invalid_lease_duration", fmt::format("lease duration {} µs is outside (0, {} µs]", lease_duration.count(),
-                                                  options_.max_lease_duration.count()));
+    invalid("invalid_lease_duration",
+            fmt::format("lease duration {} µs is outside (0, {} µs]", lease_duration.count(),
+                        options_.max_lease_duration.count()));
   }
-  if (mode != serialization::none && mode != serialization::by_ordering_key && mode != serialization::by_topic) {
+  if (mode != serialization::none && mode != serialization::by_ordering_key &&
+      mode != serialization::by_topic) {
     invalid("invalid_serialization", "serialization must be none, by_ordering_key or by_topic");
   }
   return observed(
@@ -227,11 +236,11 @@ std::vector<claimed_message> store::claim(const std::string& owner, std::size_t 
       });
 }
 
-std::vector<std::optional<time_point>> store::extend_leases(const std::vector<lease_ref>& refs, microseconds duration,
-                                                            const call_options& c) {
+std::vector<std::optional<time_point>> store::extend_leases(const std::vector<lease_ref>& refs,
+                                                            microseconds duration, const call_options& c) {
   if (duration <= microseconds(0) || duration > options_.max_lease_duration) {
-    invalid("invalid_lease_duration", fmt::format("lease duration {} µs is outside (0, {} µs]", duration.count(),
-                                                  options_.max_lease_duration.count()));
+    invalid("invalid_lease_duration", fmt::format("lease duration {} µs is outside (0, {} µs]",
+                                                  duration.count(), options_.max_lease_duration.count()));
   }
   if (refs.empty() || refs.size() > 1000) {
     invalid("value_outside_bounds", fmt::format("extend_leases takes 1..1000 refs, got {}", refs.size()));
@@ -240,7 +249,8 @@ std::vector<std::optional<time_point>> store::extend_leases(const std::vector<le
   return observed(
       this, operation::extend, &store::emit, [&] { return backend_->extend(refs, duration.count(), c); },
       [](event& e, const std::vector<std::optional<time_point>>& got) {
-        e.count = static_cast<std::size_t>(std::count_if(got.begin(), got.end(), [](const auto& t) { return t.has_value(); }));
+        e.count = static_cast<std::size_t>(
+            std::count_if(got.begin(), got.end(), [](const auto& t) { return t.has_value(); }));
       },
       refs.size() == 1 ? refs[0].id : std::string());
 }
@@ -248,7 +258,8 @@ std::vector<std::optional<time_point>> store::extend_leases(const std::vector<le
 time_point store::extend_lease(const lease_ref& ref, microseconds duration, const call_options& c) {
   const auto got = extend_leases({ref}, duration, c);
   if (!got.at(0)) {
-    throw error(errc::lease_lost, fmt::format("the lease on {} expired or was replaced", ref.id), "lease_lost");
+    throw error(errc::lease_lost, fmt::format("the lease on {} expired or was replaced", ref.id),
+                "lease_lost");
   }
   return *got[0];
 }
@@ -262,28 +273,28 @@ struct fenced_call {
 
 }  // namespace
 
-#define SPOOL_OUTBOX_FENCED(OP, T, PGFN, SQFN)                                                              \
-  observed(                                                                                                 \
-      this, OP, &store::emit,                                                                               \
-      [&] {                                                                                                 \
-        std::optional<detail::transition_row> r;                                                           \
-        try {                                                                                               \
-          r = backend_->fenced(ref, T, PGFN, SQFN, c);                                                      \
-        } catch (...) {                                                                                     \
-          detail::rethrow_translated();                                                                     \
-        }                                                                                                   \
-        if (!r) {                                                                                           \
-          throw error(errc::lease_lost, fmt::format("the lease on {} expired or was replaced", ref.id),     \
-                      "lease_lost");                                                                        \
-        }                                                                                                   \
-        return *r;                                                                                          \
-      },                                                                                                    \
-      [](event& e, const detail::transition_row& row) {                                                     \
-        e.count = 1;                                                                                        \
-        e.topic = row.topic;                                                                                \
-        e.claim_count = row.claim_count;                                                                    \
-        e.failure_count = row.failure_count;                                                                \
-      },                                                                                                    \
+#define SPOOL_OUTBOX_FENCED(OP, T, PGFN, SQFN)                                                          \
+  observed(                                                                                             \
+      this, OP, &store::emit,                                                                           \
+      [&] {                                                                                             \
+        std::optional<detail::transition_row> r;                                                        \
+        try {                                                                                           \
+          r = backend_->fenced(ref, T, PGFN, SQFN, c);                                                  \
+        } catch (...) {                                                                                 \
+          detail::rethrow_translated();                                                                 \
+        }                                                                                               \
+        if (!r) {                                                                                       \
+          throw error(errc::lease_lost, fmt::format("the lease on {} expired or was replaced", ref.id), \
+                      "lease_lost");                                                                    \
+        }                                                                                               \
+        return *r;                                                                                      \
+      },                                                                                                \
+      [](event& e, const detail::transition_row& row) {                                                 \
+        e.count = 1;                                                                                    \
+        e.topic = row.topic;                                                                            \
+        e.claim_count = row.claim_count;                                                                \
+        e.failure_count = row.failure_count;                                                            \
+      },                                                                                                \
       ref.id)
 
 void store::mark_delivered(const lease_ref& ref, const call_options& c) {
@@ -292,13 +303,15 @@ void store::mark_delivered(const lease_ref& ref, const call_options& c) {
   (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, nullptr, nullptr);
 }
 
-void store::mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn, const call_options& c) {
+void store::mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn,
+                           const call_options& c) {
   check_ref(ref);
   detail::transition t{detail::transition::kind::deliver, {}, {}, {}, {}};
   (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, &fn, nullptr);
 }
 
-void store::mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn, const call_options& c) {
+void store::mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn,
+                           const call_options& c) {
   check_ref(ref);
   detail::transition t{detail::transition::kind::deliver, {}, {}, {}, {}};
   (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, nullptr, &fn);
@@ -306,12 +319,14 @@ void store::mark_delivered(const lease_ref& ref, const std::function<void(sqlite
 
 std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs, const call_options& c) {
   if (refs.empty() || refs.size() > 1000) {
-    invalid("value_outside_bounds", fmt::format("mark_delivered_batch takes 1..1000 refs, got {}", refs.size()));
+    invalid("value_outside_bounds",
+            fmt::format("mark_delivered_batch takes 1..1000 refs, got {}", refs.size()));
   }
   std::unordered_set<std::string_view> seen;
   for (const auto& r : refs) {
     check_ref(r);
-    if (!seen.insert(r.id).second) invalid("duplicate_ref", fmt::format("message {} appears twice in the batch", r.id));
+    if (!seen.insert(r.id).second)
+      invalid("duplicate_ref", fmt::format("message {} appears twice in the batch", r.id));
   }
   using rows_t = std::vector<std::optional<detail::transition_row>>;
   const rows_t rows = observed(
@@ -324,7 +339,8 @@ std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs
         }
       },
       [](event& e, const rows_t& got) {
-        e.count = static_cast<std::size_t>(std::count_if(got.begin(), got.end(), [](const auto& r) { return r.has_value(); }));
+        e.count = static_cast<std::size_t>(
+            std::count_if(got.begin(), got.end(), [](const auto& r) { return r.has_value(); }));
       },
       refs.size() == 1 ? refs[0].id : std::string());
   std::vector<bool> out;
@@ -333,14 +349,18 @@ std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs
   return out;
 }
 
-std::optional<claimed_message> store::mark_delivered_and_claim_next(const lease_ref& ref, microseconds lease_duration,
-                                                                   serialization mode, const call_options& c) {
+std::optional<claimed_message> store::mark_delivered_and_claim_next(const lease_ref& ref,
+                                                                    microseconds lease_duration,
+                                                                    serialization mode,
+                                                                    const call_options& c) {
   check_ref(ref);
   if (lease_duration <= microseconds(0) || lease_duration > options_.max_lease_duration) {
-    invalid("invalid_lease_duration", fmt::format("lease duration {} µs is outside (0, {} µs]", lease_duration.count(),
-                                                  options_.max_lease_duration.count()));
+    invalid("invalid_lease_duration",
+            fmt::format("lease duration {} µs is outside (0, {} µs]", lease_duration.count(),
+                        options_.max_lease_duration.count()));
   }
-  if (mode != serialization::none && mode != serialization::by_ordering_key && mode != serialization::by_topic) {
+  if (mode != serialization::none && mode != serialization::by_ordering_key &&
+      mode != serialization::by_topic) {
     invalid("invalid_serialization", "serialization must be none, by_ordering_key or by_topic");
   }
   using outcome = detail::store_backend::deliver_next_outcome;
@@ -355,7 +375,8 @@ std::optional<claimed_message> store::mark_delivered_and_claim_next(const lease_
           detail::rethrow_translated();
         }
         if (!r) {
-          throw error(errc::lease_lost, fmt::format("the lease on {} expired or was replaced", ref.id), "lease_lost");
+          throw error(errc::lease_lost, fmt::format("the lease on {} expired or was replaced", ref.id),
+                      "lease_lost");
         }
         return std::move(*r);
       },
@@ -385,7 +406,8 @@ void store::retry(const lease_ref& ref, const retry_at& at, const failure& f, co
   detail::transition t{detail::transition::kind::retry, {}, {}, {}, {}};
   if (at.delay()) {
     if (*at.delay() < microseconds(0) || *at.delay() > options_.max_retry_delay) {
-      invalid("invalid_retry_delay", fmt::format("retry delay {} µs is outside 0..max_retry_delay", at.delay()->count()));
+      invalid("invalid_retry_delay",
+              fmt::format("retry delay {} µs is outside 0..max_retry_delay", at.delay()->count()));
     }
     t.delay_us = at.delay()->count();
   } else if (at.instant()) {
@@ -408,7 +430,10 @@ void store::retry(const lease_ref& ref, const retry_at& at, const failure& f, co
 void store::dead_letter(const lease_ref& ref, const failure& f, const call_options& c) {
   check_ref(ref);
   check_failure(f);
-  detail::transition t{detail::transition::kind::dead, {}, {}, f.code,
+  detail::transition t{detail::transition::kind::dead,
+                       {},
+                       {},
+                       f.code,
                        detail::sanitize_error_text(f.message, options_.max_error_bytes)};
   (void)SPOOL_OUTBOX_FENCED(operation::dead, t, nullptr, nullptr);
 }
@@ -425,12 +450,18 @@ backlog_info store::backlog(const call_options& c) { return backend_->backlog(c)
 
 std::string_view to_string(lease_fate f) noexcept {
   switch (f) {
-    case lease_fate::held: return "held";
-    case lease_fate::pending: return "pending";
-    case lease_fate::delivered: return "delivered";
-    case lease_fate::dead: return "dead";
-    case lease_fate::replaced: return "replaced";
-    case lease_fate::missing: return "missing";
+    case lease_fate::held:
+      return "held";
+    case lease_fate::pending:
+      return "pending";
+    case lease_fate::delivered:
+      return "delivered";
+    case lease_fate::dead:
+      return "dead";
+    case lease_fate::replaced:
+      return "replaced";
+    case lease_fate::missing:
+      return "missing";
   }
   return "missing";
 }
@@ -445,10 +476,14 @@ lease_fate store::check_lease(const lease_ref& ref, const call_options& c) {
   }
   if (!s) return lease_fate::missing;
   switch (s->first) {
-    case message_state::leased: return s->second ? lease_fate::held : lease_fate::replaced;
-    case message_state::pending: return lease_fate::pending;
-    case message_state::delivered: return lease_fate::delivered;
-    case message_state::dead: return lease_fate::dead;
+    case message_state::leased:
+      return s->second ? lease_fate::held : lease_fate::replaced;
+    case message_state::pending:
+      return lease_fate::pending;
+    case message_state::delivered:
+      return lease_fate::delivered;
+    case message_state::dead:
+      return lease_fate::dead;
   }
   return lease_fate::missing;
 }
@@ -484,7 +519,8 @@ std::pair<std::int64_t, std::string> parse_cursor(const std::string& text) {
 
 inspect_page store::inspect(const inspect_query& q, const call_options& c) {
   if (q.limit < 1 || q.limit > options_.max_admin_batch) {
-    invalid("invalid_admin_limit", fmt::format("limit = {} is outside 1..{}", q.limit, options_.max_admin_batch));
+    invalid("invalid_admin_limit",
+            fmt::format("limit = {} is outside 1..{}", q.limit, options_.max_admin_batch));
   }
   if (q.topic && q.topic->size() > 255) invalid("value_outside_bounds", "topic is over 255 bytes");
   std::optional<std::pair<std::int64_t, std::string>> before;
@@ -498,7 +534,8 @@ inspect_page store::inspect(const inspect_query& q, const call_options& c) {
 replay_result store::replay(const replay_request& r, const call_options& c) {
   if (r.ids.empty()) invalid("replay_ids_required", "replay needs at least one id");
   if (r.ids.size() > options_.max_admin_batch) {
-    invalid("invalid_admin_limit", fmt::format("{} ids; max_admin_batch is {}", r.ids.size(), options_.max_admin_batch));
+    invalid("invalid_admin_limit",
+            fmt::format("{} ids; max_admin_batch is {}", r.ids.size(), options_.max_admin_batch));
   }
   if (r.requested_by.empty()) invalid("replay_requester_required", "replay needs requested_by");
   if (r.requested_by.size() > 255) invalid("value_outside_bounds", "requested_by is over 255 bytes");
@@ -522,7 +559,16 @@ replay_result store::replay(const replay_request& r, const call_options& c) {
       approved = false;
     }
     if (!approved) {
-      emit({operation::replay, false, 0, {}, {}, 0, 0, microseconds(0), errc::unauthorized, "replay_unauthorized"});
+      emit({operation::replay,
+            false,
+            0,
+            {},
+            {},
+            0,
+            0,
+            microseconds(0),
+            errc::unauthorized,
+            "replay_unauthorized"});
       throw error(errc::unauthorized, "the replay authorizer denied the request", "replay_unauthorized");
     }
   }
@@ -547,7 +593,8 @@ namespace {
 // Runs the archiver on its own thread with its own copy of the batch and
 // waits until it returns or the deadline passes (then asks it to stop and
 // ignores its late result). Throws the outcome's error to roll back.
-void run_archiver(const archiver& a, const std::vector<archived_message>& batch, std::chrono::milliseconds budget) {
+void run_archiver(const archiver& a, const std::vector<archived_message>& batch,
+                  std::chrono::milliseconds budget) {
   struct shared {
     std::mutex m;
     std::condition_variable cv;
@@ -579,7 +626,8 @@ void run_archiver(const archiver& a, const std::vector<archived_message>& batch,
   std::unique_lock lock(s->m);
   if (!s->cv.wait_until(lock, deadline, [&] { return s->done; })) {
     s->stop.request_stop();
-    throw error(errc::unavailable, fmt::format("the archiver overran its {} ms deadline; nothing was deleted", budget.count()),
+    throw error(errc::unavailable,
+                fmt::format("the archiver overran its {} ms deadline; nothing was deleted", budget.count()),
                 "archive_timeout");
   }
   if (s->threw) throw error(errc::unavailable, "the archiver threw; nothing was deleted", "archiver_threw");
@@ -593,16 +641,18 @@ void run_archiver(const archiver& a, const std::vector<archived_message>& batch,
 
 }  // namespace
 
-std::vector<std::string> store::prune(message_state s, const cutoff& before, std::size_t limit, const archiver* a,
-                                      const call_options& c) {
+std::vector<std::string> store::prune(message_state s, const cutoff& before, std::size_t limit,
+                                      const archiver* a, const call_options& c) {
   if (a != nullptr && !*a) invalid("archiver_required", "archive_and_prune needs an archiver");
   if (!before.instant() && !before.age()) invalid("prune_cutoff_required", "prune needs a cutoff");
   if (before.instant() && (*before.instant() < min_time() || *before.instant() > max_time())) {
     invalid("timestamp_out_of_range", "the cutoff is outside 0001..9999");
   }
-  if (before.age() && *before.age() < microseconds(0)) invalid("value_outside_bounds", "the cutoff age is negative");
+  if (before.age() && *before.age() < microseconds(0))
+    invalid("value_outside_bounds", "the cutoff age is negative");
   if (limit < 1 || limit > options_.max_admin_batch) {
-    invalid("invalid_admin_limit", fmt::format("limit = {} is outside 1..{}", limit, options_.max_admin_batch));
+    invalid("invalid_admin_limit",
+            fmt::format("limit = {} is outside 1..{}", limit, options_.max_admin_batch));
   }
   const std::function<void(const std::vector<archived_message>&)> archive_fn =
       [&](const std::vector<archived_message>& batch) { run_archiver(*a, batch, options_.archive_deadline); };
@@ -613,18 +663,19 @@ std::vector<std::string> store::prune(message_state s, const cutoff& before, std
       [](event& e, const std::vector<std::string>& ids) { e.count = ids.size(); });
 }
 
-std::vector<std::string> store::prune_delivered(const cutoff& before, std::size_t limit, const call_options& c) {
+std::vector<std::string> store::prune_delivered(const cutoff& before, std::size_t limit,
+                                                const call_options& c) {
   return prune(message_state::delivered, before, limit, nullptr, c);
 }
 std::vector<std::string> store::prune_dead(const cutoff& before, std::size_t limit, const call_options& c) {
   return prune(message_state::dead, before, limit, nullptr, c);
 }
-std::vector<std::string> store::archive_and_prune_delivered(const cutoff& before, std::size_t limit, const archiver& a,
-                                                            const call_options& c) {
+std::vector<std::string> store::archive_and_prune_delivered(const cutoff& before, std::size_t limit,
+                                                            const archiver& a, const call_options& c) {
   return prune(message_state::delivered, before, limit, &a, c);
 }
-std::vector<std::string> store::archive_and_prune_dead(const cutoff& before, std::size_t limit, const archiver& a,
-                                                       const call_options& c) {
+std::vector<std::string> store::archive_and_prune_dead(const cutoff& before, std::size_t limit,
+                                                       const archiver& a, const call_options& c) {
   return prune(message_state::dead, before, limit, &a, c);
 }
 

@@ -36,13 +36,13 @@ std::string array_of(const std::vector<std::string>& v) {
 // otherwise pick a sequential scan and cache it in a prepared statement.
 class txn {
  public:
-  txn(spool::detail::database_impl& db, const call_options& c)
-      : lease_(db.pg_pool().acquire(c)), c_(c) {
+  txn(spool::detail::database_impl& db, const call_options& c) : lease_(db.pg_pool().acquire(c)), c_(c) {
     try {
       // One round trip for both (simple query): the store's transactions
       // are short, so every round trip saved shows in the drain rate.
       spool::detail::check_call(c, "outbox transaction");
-      lease_->exec_simple("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enable_seqscan = off", intent::read);
+      lease_->exec_simple("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enable_seqscan = off",
+                          intent::read);
     } catch (...) {
       lease_.discard();
       throw;
@@ -125,11 +125,34 @@ claimed_message to_claim(full_row&& r) {
 class postgres_backend final : public store_backend {
  public:
   postgres_backend(database db, names n) : db_(std::move(db)), n_(std::move(n)) {
-    for (const char* f : {"claim", "claim_by_key", "claim_by_topic", "claim_undecodable", "lock", "lock_many",
-                          "extend", "deliver", "deliver_many", "deliver_scope", "claim_next_by_key", "claim_next_by_topic", "retry",
-                          "dead_letter", "release", "backlog", "inspect", "replay_lock",
-                          "replay_apply", "prune_delivered", "prune_dead", "archive_select_delivered",
-                          "archive_select_dead", "archive_delete", "lease_state", "cutoff", "ping", "schema_version"}) {
+    for (const char* f : {"claim",
+                          "claim_by_key",
+                          "claim_by_topic",
+                          "claim_undecodable",
+                          "lock",
+                          "lock_many",
+                          "extend",
+                          "deliver",
+                          "deliver_many",
+                          "deliver_scope",
+                          "claim_next_by_key",
+                          "claim_next_by_topic",
+                          "retry",
+                          "dead_letter",
+                          "release",
+                          "backlog",
+                          "inspect",
+                          "replay_lock",
+                          "replay_apply",
+                          "prune_delivered",
+                          "prune_dead",
+                          "archive_select_delivered",
+                          "archive_select_dead",
+                          "archive_delete",
+                          "lease_state",
+                          "cutoff",
+                          "ping",
+                          "schema_version"}) {
       sql_[f] = render(engine::postgres, f, n_);
     }
   }
@@ -141,21 +164,23 @@ class postgres_backend final : public store_backend {
     for (const auto& r : rows) recorded = std::max(recorded, std::stoi(*r[0]));
     if (recorded > expected) {
       throw error(errc::invalid_state,
-                  fmt::format("outbox {} is at version {}, newer than this Spool knows ({})", n_.qualified, recorded,
-                              expected),
+                  fmt::format("outbox {} is at version {}, newer than this Spool knows ({})", n_.qualified,
+                              recorded, expected),
                   "schema_too_new");
     }
     if (recorded < expected) {
       throw error(errc::invalid_state,
-                  fmt::format("outbox {} is at version {}, this Spool needs {}; run `spool migrate`", n_.qualified,
-                              recorded, expected),
+                  fmt::format("outbox {} is at version {}, this Spool needs {}; run `spool migrate`",
+                              n_.qualified, recorded, expected),
                   "schema_version_mismatch");
     }
   }
 
   std::vector<claimed_message> claim(const std::string& owner, std::size_t limit, std::int64_t lease_us,
                                      serialization mode, const call_options& c) override {
-    const char* file = mode == serialization::none ? "claim" : mode == serialization::by_ordering_key ? "claim_by_key" : "claim_by_topic";
+    const char* file = mode == serialization::none              ? "claim"
+                       : mode == serialization::by_ordering_key ? "claim_by_key"
+                                                                : "claim_by_topic";
     spool::detail::check_call(c, "outbox claim");
     const auto results =
         one_trip_tx(impl(), {{sql_.at(file), {owner, static_cast<std::int64_t>(limit), lease_us}}},
@@ -179,7 +204,8 @@ class postgres_backend final : public store_backend {
       tx.commit();
     }
     std::sort(out.begin(), out.end(), [](const claimed_message& a, const claimed_message& b) {
-      return std::tie(*a.message.available_at, *a.message.pos) < std::tie(*b.message.available_at, *b.message.pos);
+      return std::tie(*a.message.available_at, *a.message.pos) <
+             std::tie(*b.message.available_at, *b.message.pos);
     });
     return out;
   }
@@ -207,7 +233,8 @@ class postgres_backend final : public store_backend {
 
   std::optional<transition_row> fenced(const lease_ref& ref, const transition& t,
                                        const std::function<void(pg::tx&)>* pg_fn,
-                                       const std::function<void(sqlite::tx&)>*, const call_options& c) override {
+                                       const std::function<void(sqlite::tx&)>*,
+                                       const call_options& c) override {
     spool::detail::check_call(c, "outbox transition");
     conn_t::statement step{"", {}};
     switch (t.what) {
@@ -257,7 +284,8 @@ class postgres_backend final : public store_backend {
     const std::string id_array = array_of(ids);
     // Locks in id order first (no deadlock with other batches), then T5.
     const auto results = one_trip_tx(
-        impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, array_of(tokens)}}}, true, c);
+        impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, array_of(tokens)}}},
+        true, c);
     const auto rows = pg::detail::rows_of(results.at(1).get());
     std::unordered_map<std::string, transition_row> got;
     for (const auto& r : rows) {
@@ -274,16 +302,18 @@ class postgres_backend final : public store_backend {
   }
 
   std::optional<deliver_next_outcome> deliver_and_claim_next(const lease_ref& ref, std::int64_t lease_us,
-                                                             serialization mode, const call_options& c) override {
+                                                             serialization mode,
+                                                             const call_options& c) override {
     spool::detail::check_call(c, "outbox transition");
-    txn tx(impl(), c);  // READ COMMITTED, as claim
+    txn tx(impl(), c);                    // READ COMMITTED, as claim
     tx.query(sql_.at("lock"), {ref.id});  // now is read after this lock
     const auto scope = tx.query(sql_.at("deliver_scope"), {ref.id}, intent::read);
     const auto rows = tx.query(sql_.at("deliver"), {ref.id, ref.token});
     if (rows.empty() || scope.empty()) return std::nullopt;  // rolls back: nothing changed
     deliver_next_outcome out;
-    out.delivered = transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
-                                   static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
+    out.delivered =
+        transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+                       static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
     const std::string key = scope[0][0].value_or(""), topic = scope[0][1].value_or(""),
                       owner = scope[0][2].value_or("");
     const bool by_key = mode == serialization::by_ordering_key && !key.empty();
@@ -323,12 +353,12 @@ class postgres_backend final : public store_backend {
                                        const std::optional<std::pair<std::int64_t, std::string>>& before,
                                        std::size_t limit, const call_options& c) override {
     txn tx(impl(), c);
-    const auto rows = tx.query(
-        sql_.at("inspect"),
-        {state ? param(std::string(to_string(*state))) : param(nullptr), topic ? param(*topic) : param(nullptr),
-         before ? param(before->first) : param(nullptr), before ? param(before->second) : param(std::string()),
-         static_cast<std::int64_t>(limit)},
-        intent::read);  // read only: rolled back
+    const auto rows =
+        tx.query(sql_.at("inspect"),
+                 {state ? param(std::string(to_string(*state))) : param(nullptr),
+                  topic ? param(*topic) : param(nullptr), before ? param(before->first) : param(nullptr),
+                  before ? param(before->second) : param(std::string()), static_cast<std::int64_t>(limit)},
+                 intent::read);  // read only: rolled back
     return summaries(rows);
   }
 
@@ -339,9 +369,9 @@ class postgres_backend final : public store_backend {
     const auto locked = tx.query(sql_.at("replay_lock"), {array_of(r.ids)});
     replay_outcome out;
     if (conflicts(r.ids, locked, out)) return out;  // rolls back
-    const auto rows = tx.query(sql_.at("replay_apply"),
-                               {array_of(r.ids), replay_id, n_.qualified, r.requested_by, r.reason,
-                                r.available_at ? param(micros(*r.available_at)) : param(nullptr)});
+    const auto rows =
+        tx.query(sql_.at("replay_apply"), {array_of(r.ids), replay_id, n_.qualified, r.requested_by, r.reason,
+                                           r.available_at ? param(micros(*r.available_at)) : param(nullptr)});
     std::unordered_map<std::string, message_state> prev;
     for (const auto& row : rows) prev[*row[0]] = parse_message_state(*row[1]);
     tx.commit();
@@ -392,7 +422,8 @@ class postgres_backend final : public store_backend {
     return out;
   }
 
-  std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref, const call_options& c) override {
+  std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref,
+                                                            const call_options& c) override {
     auto conn = impl().pg_pool().acquire(c);
     const auto r = conn->query(sql_.at("lease_state"), {ref.id, ref.token}, intent::read, c);
     if (r.empty()) return std::nullopt;
@@ -422,13 +453,16 @@ class postgres_backend final : public store_backend {
 
  public:
   static std::vector<message_summary> summaries(const std::vector<row>& rows);
-  static bool conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked, replay_outcome& out);
+  static bool conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
+                        replay_outcome& out);
 };
 
 }  // namespace
 
 // Shared with the SQLite backend (same column order).
-std::vector<message_summary> summaries_of(const std::vector<row>& rows) { return postgres_backend::summaries(rows); }
+std::vector<message_summary> summaries_of(const std::vector<row>& rows) {
+  return postgres_backend::summaries(rows);
+}
 bool replay_conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
                       store_backend::replay_outcome& out) {
   return postgres_backend::conflicts(ids, locked, out);

@@ -27,11 +27,31 @@ std::string json_array(const std::vector<std::string>& v) { return nlohmann::jso
 class sqlite_backend final : public store_backend {
  public:
   sqlite_backend(database db, names n) : db_(std::move(db)), n_(std::move(n)) {
-    for (const char* f : {"claim_candidates", "claim_candidates_by_key", "claim_candidates_by_topic", "claim_row",
-                          "claim_undecodable", "extend", "deliver", "deliver_scope", "claim_next_by_key",
-                          "claim_next_by_topic", "retry", "dead_letter", "release", "backlog",
-                          "inspect", "replay_lock", "replay_audit", "replay_apply", "prune_delivered", "prune_dead",
-                          "archive_select_delivered", "archive_select_dead", "archive_delete", "lease_state", "ping",
+    for (const char* f : {"claim_candidates",
+                          "claim_candidates_by_key",
+                          "claim_candidates_by_topic",
+                          "claim_row",
+                          "claim_undecodable",
+                          "extend",
+                          "deliver",
+                          "deliver_scope",
+                          "claim_next_by_key",
+                          "claim_next_by_topic",
+                          "retry",
+                          "dead_letter",
+                          "release",
+                          "backlog",
+                          "inspect",
+                          "replay_lock",
+                          "replay_audit",
+                          "replay_apply",
+                          "prune_delivered",
+                          "prune_dead",
+                          "archive_select_delivered",
+                          "archive_select_dead",
+                          "archive_delete",
+                          "lease_state",
+                          "ping",
                           "schema_version"}) {
       sql_[f] = render(engine::sqlite, f, n_);
     }
@@ -49,14 +69,14 @@ class sqlite_backend final : public store_backend {
     for (const auto& r : rows) recorded = std::max(recorded, std::stoi(*r[0]));
     if (recorded > expected) {
       throw error(errc::invalid_state,
-                  fmt::format("outbox {} is at version {}, newer than this Spool knows ({})", n_.qualified, recorded,
-                              expected),
+                  fmt::format("outbox {} is at version {}, newer than this Spool knows ({})", n_.qualified,
+                              recorded, expected),
                   "schema_too_new");
     }
     if (recorded < expected) {
       throw error(errc::invalid_state,
-                  fmt::format("outbox {} is at version {}, this Spool needs {}; run `spool migrate`", n_.qualified,
-                              recorded, expected),
+                  fmt::format("outbox {} is at version {}, this Spool needs {}; run `spool migrate`",
+                              n_.qualified, recorded, expected),
                   "schema_version_mismatch");
     }
   }
@@ -101,13 +121,15 @@ class sqlite_backend final : public store_backend {
     std::vector<std::optional<time_point>> out;
     for (const auto& r : refs) {
       const auto rows = conn->query(sql_.at("extend"), {r.id, r.token, now, lease_us}, c);
-      out.push_back(rows.empty() ? std::nullopt : std::optional<time_point>(from_micros(std::stoll(*rows[0][0]))));
+      out.push_back(rows.empty() ? std::nullopt
+                                 : std::optional<time_point>(from_micros(std::stoll(*rows[0][0]))));
     }
     tx.commit();
     return out;
   }
 
-  std::optional<transition_row> fenced(const lease_ref& ref, const transition& t, const std::function<void(pg::tx&)>*,
+  std::optional<transition_row> fenced(const lease_ref& ref, const transition& t,
+                                       const std::function<void(pg::tx&)>*,
                                        const std::function<void(sqlite::tx&)>* sqlite_fn,
                                        const call_options& c) override {
     spool::detail::check_call(c, "outbox transition");
@@ -142,7 +164,7 @@ class sqlite_backend final : public store_backend {
                                                           const call_options& c) override {
     auto conn = impl().sqlite_pool().acquire(c);
     spool::detail::check_call(c, "outbox transition");
-    immediate_tx tx(*conn);  // the single writer: every row is locked
+    immediate_tx tx(*conn);                  // the single writer: every row is locked
     const std::int64_t now = host_now_us();  // read after the lock
     std::vector<std::optional<transition_row>> out;
     out.reserve(refs.size());
@@ -151,7 +173,8 @@ class sqlite_backend final : public store_backend {
       if (rows.empty()) {
         out.emplace_back(std::nullopt);
       } else {
-        out.emplace_back(transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+        out.emplace_back(transition_row{rows[0][0].value_or(""),
+                                        static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
                                         static_cast<std::uint32_t>(std::stoul(*rows[0][2]))});
       }
     }
@@ -160,17 +183,19 @@ class sqlite_backend final : public store_backend {
   }
 
   std::optional<deliver_next_outcome> deliver_and_claim_next(const lease_ref& ref, std::int64_t lease_us,
-                                                             serialization mode, const call_options& c) override {
+                                                             serialization mode,
+                                                             const call_options& c) override {
     auto conn = impl().sqlite_pool().acquire(c);
     spool::detail::check_call(c, "outbox transition");
-    immediate_tx tx(*conn);  // the single writer: the row is locked
+    immediate_tx tx(*conn);                  // the single writer: the row is locked
     const std::int64_t now = host_now_us();  // read after the lock
     const auto scope = conn->query(sql_.at("deliver_scope"), {ref.id}, c);
     const auto rows = conn->query(sql_.at("deliver"), {ref.id, ref.token, now}, c);
     if (rows.empty() || scope.empty()) return std::nullopt;  // rolls back: nothing changed
     deliver_next_outcome out;
-    out.delivered = transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
-                                   static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
+    out.delivered =
+        transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+                       static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
     const std::string key = scope[0][0].value_or(""), topic = scope[0][1].value_or(""),
                       owner = scope[0][2].value_or("");
     const bool by_key = mode == serialization::by_ordering_key && !key.empty();
@@ -178,8 +203,8 @@ class sqlite_backend final : public store_backend {
       const auto seqs = conn->query(sql_.at(by_key ? "claim_next_by_key" : "claim_next_by_topic"),
                                     {now, std::int64_t{1}, by_key ? key : topic}, c);
       for (const auto& s : seqs) {
-        const auto claimed = conn->query(sql_.at("claim_row"),
-                                         {std::stoll(*s[0]), owner, spool::detail::uuid_v4(), now, lease_us}, c);
+        const auto claimed = conn->query(
+            sql_.at("claim_row"), {std::stoll(*s[0]), owner, spool::detail::uuid_v4(), now, lease_us}, c);
         if (claimed.empty()) continue;
         try {
           auto f = decode_row(claimed[0]);
@@ -219,12 +244,12 @@ class sqlite_backend final : public store_backend {
                                        const std::optional<std::pair<std::int64_t, std::string>>& before,
                                        std::size_t limit, const call_options& c) override {
     auto conn = impl().sqlite_pool().acquire(c);
-    return summaries_of(conn->query(
-        sql_.at("inspect"),
-        {state ? param(std::string(to_string(*state))) : param(nullptr), topic ? param(*topic) : param(nullptr),
-         before ? param(before->first) : param(nullptr), before ? param(before->second) : param(std::string()),
-         static_cast<std::int64_t>(limit)},
-        c));
+    return summaries_of(
+        conn->query(sql_.at("inspect"),
+                    {state ? param(std::string(to_string(*state))) : param(nullptr),
+                     topic ? param(*topic) : param(nullptr), before ? param(before->first) : param(nullptr),
+                     before ? param(before->second) : param(std::string()), static_cast<std::int64_t>(limit)},
+                    c));
   }
 
   replay_outcome replay(const replay_request& r, const std::string& replay_id, std::int64_t,
@@ -238,7 +263,8 @@ class sqlite_backend final : public store_backend {
     replay_outcome out;
     if (replay_conflicts(r.ids, locked, out)) return out;  // rolls back
     const std::int64_t avail = r.available_at ? micros(*r.available_at) : now;
-    conn->query(sql_.at("replay_audit"), {ids, replay_id, n_.qualified, r.requested_by, r.reason, now, avail}, c);
+    conn->query(sql_.at("replay_audit"), {ids, replay_id, n_.qualified, r.requested_by, r.reason, now, avail},
+                c);
     conn->query(sql_.at("replay_apply"), {ids, now, avail}, c);
     tx.commit();
     std::unordered_map<std::string, message_state> prev;
@@ -264,7 +290,8 @@ class sqlite_backend final : public store_backend {
       tx.commit();
       return out;
     }
-    const auto rows = conn->query(sql_.at("archive_select_" + st), {cut, static_cast<std::int64_t>(limit)}, c);
+    const auto rows =
+        conn->query(sql_.at("archive_select_" + st), {cut, static_cast<std::int64_t>(limit)}, c);
     if (rows.empty()) {
       tx.commit();
       return {};
@@ -291,7 +318,8 @@ class sqlite_backend final : public store_backend {
     return out;
   }
 
-  std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref, const call_options& c) override {
+  std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref,
+                                                            const call_options& c) override {
     auto conn = impl().sqlite_pool().acquire(c);
     const auto r = conn->query(sql_.at("lease_state"), {ref.id, ref.token}, c);
     if (r.empty()) return std::nullopt;
@@ -325,4 +353,3 @@ std::unique_ptr<store_backend> make_sqlite_backend(database db, names n) {
 }
 
 }  // namespace spool::outbox::detail
-

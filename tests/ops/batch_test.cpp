@@ -1,4 +1,7 @@
 // op-queue.md §9 scenarios 37 (batch) and 38 (keyset pages and determinism).
+#include <atomic>
+#include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -92,7 +95,7 @@ TEST_P(ops_batch, KeysetPagesSeeEveryOpOnceInDescendingOrderWhileOpsAreInserted)
     cursor = page.next_cursor;
     ++pages;
     if (pages == 1 && !is_pg()) std::this_thread::sleep_for(1100ms);  // newer second on SQLite
-    q().enqueue(new_op("page", {{"n", 1000 + pages}}));                 // inserted while listing
+    q().enqueue(new_op("page", {{"n", 1000 + pages}}));               // inserted while listing
   } while (!cursor.empty() && pages < 10);
   std::set<std::string> ids;
   std::size_t from_batch = 0;
@@ -126,6 +129,115 @@ TEST_P(ops_batch, OffsetPagesAreDeterministicWithinOneSecond) {
   }
   ASSERT_EQ(paged.size(), 30u);
   for (std::size_t i = 0; i < 30; ++i) EXPECT_EQ(paged[i], all[i].id);
+}
+
+TEST_P(ops_batch, DequeueBatchClaimsInDequeueOrderEachWithItsOwnTokenAndStopsAtTheReadyOnes) {
+  std::vector<ops::new_op> batch;
+  for (int n = 0; n < 5; ++n) batch.push_back(new_op("bulk", {{"n", n}}));
+  auto urgent = new_op("bulk", {{"n", -1}});
+  urgent.priority = 5;
+  batch.push_back(urgent);
+  auto other = new_op("other", {{"n", 99}});
+  batch.push_back(other);
+  auto later = new_op("bulk", {{"n", 100}});
+  later.delay = std::chrono::hours(1);  // not ready: never claimed now
+  batch.push_back(later);
+  q().enqueue_batch(batch);
+  const auto got = q().dequeue_batch(3, {"bulk"}, "node-a:1:cafe");
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].payload["n"], -1);  // priority first, then enqueue order
+  EXPECT_EQ(got[1].payload["n"], 0);
+  EXPECT_EQ(got[2].payload["n"], 1);
+  std::set<std::string> tokens;
+  for (const auto& c : got) {
+    EXPECT_EQ(c.status, ops::op_status::running);
+    EXPECT_EQ(c.attempts, 1);
+    EXPECT_EQ(c.lease_owner, "node-a:1:cafe");
+    ASSERT_TRUE(c.lease_token);
+    tokens.insert(*c.lease_token);
+  }
+  EXPECT_EQ(tokens.size(), 3u);
+  // Asking for more than is ready takes what is ready, then nothing.
+  const auto rest = q().dequeue_batch(100, {"bulk"});
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_EQ(rest[2].payload["n"], 4);
+  EXPECT_TRUE(q().dequeue_batch(100, {"bulk"}).empty());
+  EXPECT_EQ(q().stats().pending, 2);  // "other" and the delayed one
+  EXPECT_ERRC((void)q().dequeue_batch(0), errc::invalid_argument);
+  EXPECT_ERRC((void)q().dequeue_batch(1001), errc::invalid_argument);
+  EXPECT_ERRC((void)q().dequeue_batch(2, {"bad\ttype"}), errc::invalid_argument);
+}
+
+TEST_P(ops_batch, AckBatchRecordsEveryCurrentClaimAndReturnsTheOnesAckWouldRefuse) {
+  std::vector<ops::new_op> batch;
+  for (int n = 0; n < 4; ++n) batch.push_back(new_op("job", {{"n", n}}));
+  q().enqueue_batch(batch);
+  const auto got = q().dequeue_batch(4);
+  ASSERT_EQ(got.size(), 4u);
+  std::vector<ops::lease> leases;
+  for (const auto& c : got) leases.push_back({c.id, *c.lease_token});
+  // got[1] is released and claimed again: its first token is stale.
+  q().release(got[1].id, *got[1].lease_token, "handing over");
+  const auto again = q().dequeue();
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->id, got[1].id);
+  // got[2] is already acked: replaying its ack is not a refusal.
+  q().ack(got[2].id, *got[2].lease_token);
+  const ops::lease missing{"no-such-op", "0123456789abcdef0123456789abcdef"};
+  std::vector<ops::lease> asked = leases;
+  asked.push_back(missing);
+  const auto refused = q().ack_batch(asked);
+  EXPECT_EQ(refused, (std::vector<ops::lease>{leases[1], missing}));
+  EXPECT_EQ(q().get(got[0].id).status, ops::op_status::done);
+  EXPECT_EQ(q().get(got[1].id).status, ops::op_status::running);  // the new claim is untouched
+  EXPECT_EQ(q().get(got[2].id).status, ops::op_status::done);
+  EXPECT_EQ(q().get(got[3].id).status, ops::op_status::done);
+  q().ack(got[1].id, *again->lease_token);  // the new claim still holds its lease
+  EXPECT_TRUE(q().ack_batch({}).empty());
+  EXPECT_ERRC((void)q().ack_batch({leases[0], leases[0]}), errc::invalid_argument);
+  EXPECT_ERRC((void)q().ack_batch({{got[0].id, ""}}), errc::invalid_argument);
+  EXPECT_ERRC((void)q().ack_batch(std::vector<ops::lease>(1001, leases[0])), errc::invalid_argument);
+}
+
+TEST_P(ops_batch, FourBatchClaimersDrainTwoHundredOpsEachClaimedAndAckedOnce) {
+  std::vector<ops::new_op> batch;
+  for (int n = 0; n < 200; ++n) batch.push_back(new_op("job", {{"n", n}}));
+  q().enqueue_batch(batch);
+  std::mutex m;
+  std::map<std::string, int> seen;
+  std::atomic<int> errors{0};
+  std::vector<std::thread> claimers;
+  auto& queue = q();
+  for (int w = 0; w < 4; ++w) {
+    claimers.emplace_back([&] {
+      try {
+        for (;;) {
+          const auto got = queue.dequeue_batch(7);
+          if (got.empty()) {
+            if (!queue.has_ready()) return;
+            continue;
+          }
+          std::vector<ops::lease> leases;
+          {
+            std::lock_guard lock(m);
+            for (const auto& c : got) {
+              ++seen[c.id];
+              leases.push_back({c.id, *c.lease_token});
+            }
+          }
+          if (!queue.ack_batch(leases).empty()) ++errors;
+        }
+      } catch (const error&) {
+        ++errors;
+      }
+    });
+  }
+  for (auto& t : claimers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(seen.size(), 200u);
+  for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+  EXPECT_EQ(q().stats().done_24h, 200);
+  EXPECT_EQ(q().stats().pending, 0);
 }
 
 SPOOL_OPS_BOTH_ENGINES(ops_batch);

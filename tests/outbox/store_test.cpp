@@ -1,4 +1,6 @@
 // The store on both engines (outbox.md §4, §6; scenarios 9–13, 16–21).
+#include "outbox/store.hpp"
+
 #include <sqlite3.h>
 
 #include <atomic>
@@ -7,7 +9,6 @@
 #include <mutex>
 #include <set>
 
-#include "outbox/store.hpp"
 #include "outbox_fixture.hpp"
 
 namespace spool::test {
@@ -108,7 +109,9 @@ TEST_P(outbox_store, transitions_work_once_and_then_report_lease_lost) {
   s.dead_letter(got[2].ref, {"sink_rejected", msg});
   s.release_lease(got[3].ref);
   EXPECT_OUTBOX_ERROR(s.release_lease(got[3].ref), errc::lease_lost, "lease_lost");
-  const auto rows = db_->exec("SELECT id, state, failure_count, last_error_code, last_error, claim_count FROM outbox_messages ORDER BY id");
+  const auto rows = db_->exec(
+      "SELECT id, state, failure_count, last_error_code, last_error, claim_count FROM outbox_messages ORDER "
+      "BY id");
   EXPECT_EQ(*rows[1][1], "pending");
   EXPECT_EQ(*rows[1][2], "1");
   EXPECT_EQ(*rows[1][3], "sink.timeout");
@@ -120,9 +123,12 @@ TEST_P(outbox_store, transitions_work_once_and_then_report_lease_lost) {
   EXPECT_EQ(*rows[3][1], "pending");
   EXPECT_EQ(*rows[3][2], "0");  // a release consumes no failure
   EXPECT_EQ(*rows[3][5], "1");
-  EXPECT_OUTBOX_ERROR(s.retry(got[1].ref, retry_at::after(-1s), {"x", "y"}), errc::invalid_argument, "invalid_retry_delay");
-  EXPECT_OUTBOX_ERROR(s.retry(got[1].ref, retry_at::after(1s), {"Bad Code", "y"}), errc::invalid_argument, "value_outside_bounds");
-  EXPECT_OUTBOX_ERROR(s.mark_delivered({std::string(256, 'i'), "t"}), errc::invalid_argument, "value_outside_bounds");
+  EXPECT_OUTBOX_ERROR(s.retry(got[1].ref, retry_at::after(-1s), {"x", "y"}), errc::invalid_argument,
+                      "invalid_retry_delay");
+  EXPECT_OUTBOX_ERROR(s.retry(got[1].ref, retry_at::after(1s), {"Bad Code", "y"}), errc::invalid_argument,
+                      "value_outside_bounds");
+  EXPECT_OUTBOX_ERROR(s.mark_delivered({std::string(256, 'i'), "t"}), errc::invalid_argument,
+                      "value_outside_bounds");
 }
 
 TEST_P(outbox_store, an_expired_lease_cannot_mutate_and_leaves_the_row_byte_identical) {
@@ -137,7 +143,8 @@ TEST_P(outbox_store, an_expired_lease_cannot_mutate_and_leaves_the_row_byte_iden
   EXPECT_OUTBOX_ERROR(s.retry(got[0].ref, retry_at::after(1s), {"e", "m"}), errc::lease_lost, "lease_lost");
   EXPECT_OUTBOX_ERROR(s.dead_letter(got[0].ref, {"e", "m"}), errc::lease_lost, "lease_lost");
   EXPECT_OUTBOX_ERROR(s.release_lease(got[0].ref), errc::lease_lost, "lease_lost");
-  EXPECT_OUTBOX_ERROR(s.mark_delivered({"x", "00000000-0000-4000-8000-000000000000"}), errc::lease_lost, "lease_lost");
+  EXPECT_OUTBOX_ERROR(s.mark_delivered({"x", "00000000-0000-4000-8000-000000000000"}), errc::lease_lost,
+                      "lease_lost");
   EXPECT_EQ(snapshot("x"), snap);
 }
 
@@ -187,8 +194,8 @@ TEST_P(outbox_store, mark_delivered_batch_delivers_every_held_lease_and_leaves_a
   EXPECT_EQ(events[2].count, 0u);
   // The batch is checked before any database access.
   EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch({}), errc::invalid_argument, "value_outside_bounds");
-  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch(std::vector<lease_ref>(1001, refs[0])), errc::invalid_argument,
-                      "value_outside_bounds");
+  EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch(std::vector<lease_ref>(1001, refs[0])),
+                      errc::invalid_argument, "value_outside_bounds");
   EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch({refs[0], refs[1], refs[0]}), errc::invalid_argument,
                       "duplicate_ref");
   EXPECT_OUTBOX_ERROR((void)s.mark_delivered_batch({{std::string(256, 'i'), "t"}}), errc::invalid_argument,
@@ -213,7 +220,8 @@ TEST_P(outbox_store, ordered_modes_claim_only_the_head_of_each_key_or_topic) {
   EXPECT_EQ(ids_of(a2), (std::vector<std::string>{"a2"}));
   // Mode none ignores order entirely; by_topic scopes by topic.
   write({env("t1", "topic-x"), env("t2", "topic-x"), env("u1", "topic-y")});
-  EXPECT_EQ(ids_of(s.claim("relay", 10, 30s, serialization::by_topic)), (std::vector<std::string>{"t1", "u1"}));
+  EXPECT_EQ(ids_of(s.claim("relay", 10, 30s, serialization::by_topic)),
+            (std::vector<std::string>{"t1", "u1"}));
 }
 
 TEST_P(outbox_store, a_delivered_head_releases_its_successor_and_two_one_row_claims_lease_only_the_head) {
@@ -228,7 +236,8 @@ TEST_P(outbox_store, a_delivered_head_releases_its_successor_and_two_one_row_cla
   const auto& head = got[0].empty() ? got[1][0] : got[0][0];
   EXPECT_EQ(head.message.id, "k1");
   s.mark_delivered(head.ref);
-  EXPECT_EQ(ids_of(s.claim("relay", 10, 30s, serialization::by_ordering_key)), (std::vector<std::string>{"k2"}));
+  EXPECT_EQ(ids_of(s.claim("relay", 10, 30s, serialization::by_ordering_key)),
+            (std::vector<std::string>{"k2"}));
   // In mode none the rest goes at once.
   EXPECT_EQ(ids_of(s.claim("relay", 10, 30s, serialization::none)), (std::vector<std::string>{"k3"}));
 }
@@ -316,16 +325,20 @@ TEST_P(outbox_store, mark_delivered_and_claim_next_respects_scopes_modes_and_hel
 TEST_P(outbox_store, claim_arguments_are_checked_in_order) {
   auto s = make_store();
   EXPECT_OUTBOX_ERROR((void)s.claim("", 0, 0s), errc::invalid_argument, "claim_owner_required");
-  EXPECT_OUTBOX_ERROR((void)s.claim(std::string(256, 'o'), 0, 0s), errc::invalid_argument, "value_outside_bounds");
+  EXPECT_OUTBOX_ERROR((void)s.claim(std::string(256, 'o'), 0, 0s), errc::invalid_argument,
+                      "value_outside_bounds");
   EXPECT_OUTBOX_ERROR((void)s.claim("o", 0, 0s), errc::invalid_argument, "invalid_claim_limit");
   EXPECT_OUTBOX_ERROR((void)s.claim("o", 101, 1s), errc::invalid_argument, "invalid_claim_limit");
   EXPECT_OUTBOX_ERROR((void)s.claim("o", 1, 0s), errc::invalid_argument, "invalid_lease_duration");
   EXPECT_OUTBOX_ERROR((void)s.claim("o", 1, 6min), errc::invalid_argument, "invalid_lease_duration");
   EXPECT_OUTBOX_ERROR((void)s.claim("o", 1, 1s, static_cast<serialization>(7)), errc::invalid_argument,
                       "invalid_serialization");
-  EXPECT_OUTBOX_ERROR((void)make_store({.max_claim_batch = 0}), errc::invalid_argument, "invalid_claim_limit");
-  EXPECT_OUTBOX_ERROR((void)make_store({.max_error_bytes = 10}), errc::invalid_argument, "value_outside_bounds");
-  EXPECT_OUTBOX_ERROR((void)make_store({.archive_deadline = 100ms}), errc::invalid_argument, "invalid_config");
+  EXPECT_OUTBOX_ERROR((void)make_store({.max_claim_batch = 0}), errc::invalid_argument,
+                      "invalid_claim_limit");
+  EXPECT_OUTBOX_ERROR((void)make_store({.max_error_bytes = 10}), errc::invalid_argument,
+                      "value_outside_bounds");
+  EXPECT_OUTBOX_ERROR((void)make_store({.archive_deadline = 100ms}), errc::invalid_argument,
+                      "invalid_config");
 }
 
 // Scenario 16. A call whose stop was requested, or whose deadline passed,
@@ -627,7 +640,8 @@ TEST_P(outbox_store, inspect_pages_through_rows_sharing_a_created_at_without_gap
     EXPECT_THROW((void)parse_time(*page.next), spool::error);  // a cursor never parses as a time
     q.before = page.next;
   }
-  EXPECT_EQ(seen, (std::vector<std::string>{"later", "same6", "same5", "same4", "same3", "same2", "same1", "same0"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"later", "same6", "same5", "same4", "same3", "same2", "same1",
+                                            "same0"}));
   q = {};
   q.before = "2026-01-02T00:00:00Z";
   EXPECT_EQ(s.inspect(q).messages.size(), 7u);
@@ -662,17 +676,22 @@ TEST_P(outbox_store, replay_resets_terminal_rows_audits_them_and_refuses_all_or_
   EXPECT_EQ(r.items[0].second, message_state::dead);
   EXPECT_EQ(r.items[1].second, message_state::delivered);
   EXPECT_EQ(count("state = 'pending' AND claim_count = 0 AND failure_count = 0"), 3);
-  const auto rows = db_->exec("SELECT outbox_table, previous_state FROM outbox_messages_replay_audit ORDER BY message_id");
+  const auto rows =
+      db_->exec("SELECT outbox_table, previous_state FROM outbox_messages_replay_audit ORDER BY message_id");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(*rows[0][0], is_pg() ? "public.outbox_messages" : "main.outbox_messages");
   EXPECT_EQ(*rows[0][1], "dead");
   EXPECT_THROW(db_->exec("DELETE FROM outbox_messages_replay_audit"), spool::error);  // append-only
   // Authorizer: a denial or an exception is replay_unauthorized; bad input fails before it runs.
   bool ran = false;
-  auto denying = make_store({.replay_authorizer = [&](const replay_request&) { ran = true; return false; }});
+  auto denying = make_store({.replay_authorizer = [&](const replay_request&) {
+    ran = true;
+    return false;
+  }});
   EXPECT_OUTBOX_ERROR((void)denying.replay({{"dlv"}, "a", "b"}), errc::unauthorized, "replay_unauthorized");
   EXPECT_TRUE(ran);
-  auto throwing = make_store({.replay_authorizer = [](const replay_request&) -> bool { throw std::runtime_error("x"); }});
+  auto throwing =
+      make_store({.replay_authorizer = [](const replay_request&) -> bool { throw std::runtime_error("x"); }});
   EXPECT_OUTBOX_ERROR((void)throwing.replay({{"dlv"}, "a", "b"}), errc::unauthorized, "replay_unauthorized");
   ran = false;
   replay_request y10k{{"dlv"}, "a", "b", max_time() + std::chrono::microseconds(1)};
@@ -696,18 +715,24 @@ TEST_P(outbox_store, prune_cutoff_is_strict_in_both_terminal_states_and_other_st
   set_terminal_age("x_old", "dead_lettered_at", 7200);
   set_terminal_age("p", "created_at", 7200);
   EXPECT_OUTBOX_ERROR((void)s.prune_delivered({}, 10), errc::invalid_argument, "prune_cutoff_required");
-  EXPECT_OUTBOX_ERROR((void)s.prune_delivered(cutoff::older_than(1h), 0), errc::invalid_argument, "invalid_admin_limit");
+  EXPECT_OUTBOX_ERROR((void)s.prune_delivered(cutoff::older_than(1h), 0), errc::invalid_argument,
+                      "invalid_admin_limit");
   // Strict: a cutoff equal to the row's terminal time keeps it.
-  const auto exact = db_->exec(is_pg() ? "SELECT (extract(epoch FROM date_trunc('second', delivered_at))::bigint * 1000000 + extract(microseconds FROM delivered_at)::bigint % 1000000) FROM outbox_messages WHERE id = 'd_old'"
-                                       : "SELECT delivered_at FROM outbox_messages WHERE id = 'd_old'");
+  const auto exact =
+      db_->exec(is_pg() ? "SELECT (extract(epoch FROM date_trunc('second', delivered_at))::bigint * 1000000 "
+                          "+ extract(microseconds FROM delivered_at)::bigint % 1000000) FROM outbox_messages "
+                          "WHERE id = 'd_old'"
+                        : "SELECT delivered_at FROM outbox_messages WHERE id = 'd_old'");
   const auto at = time_point(std::chrono::microseconds(std::stoll(*exact[0][0])));
   EXPECT_TRUE(s.prune_delivered(cutoff::before(at), 10).empty());
-  EXPECT_EQ(s.prune_delivered(cutoff::before(at + std::chrono::microseconds(1)), 10), (std::vector<std::string>{"d_old"}));
+  EXPECT_EQ(s.prune_delivered(cutoff::before(at + std::chrono::microseconds(1)), 10),
+            (std::vector<std::string>{"d_old"}));
   EXPECT_EQ(s.prune_dead(cutoff::older_than(1h), 10), (std::vector<std::string>{"x_old"}));
   EXPECT_EQ(count(), 3);  // d_new, p, l
 }
 
-TEST_P(outbox_store, a_failing_throwing_or_overrunning_archiver_deletes_nothing_and_a_working_one_gets_the_aged_rows) {
+TEST_P(outbox_store,
+       a_failing_throwing_or_overrunning_archiver_deletes_nothing_and_a_working_one_gets_the_aged_rows) {
   write({env("a"), env("b"), env("c")});
   auto s = make_store({.archive_deadline = 1s});
   auto got = s.claim("relay", 3, 30s);
@@ -715,16 +740,24 @@ TEST_P(outbox_store, a_failing_throwing_or_overrunning_archiver_deletes_nothing_
   set_terminal_age("a", "delivered_at", 7200);
   set_terminal_age("b", "delivered_at", 7200);
   const auto cut = cutoff::older_than(1h);
-  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, archiver{}), errc::invalid_argument, "archiver_required");
-  auto failing = [](const std::vector<archived_message>&, auto, std::stop_token) { return archive_outcome{false, "disk full"}; };
-  auto throwing = [](const std::vector<archived_message>&, auto, std::stop_token) -> archive_outcome { throw std::runtime_error("boom"); };
+  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, archiver{}), errc::invalid_argument,
+                      "archiver_required");
+  auto failing = [](const std::vector<archived_message>&, auto, std::stop_token) {
+    return archive_outcome{false, "disk full"};
+  };
+  auto throwing = [](const std::vector<archived_message>&, auto, std::stop_token) -> archive_outcome {
+    throw std::runtime_error("boom");
+  };
   auto slow = [](const std::vector<archived_message>&, auto, std::stop_token st) {
     for (int i = 0; i < 300 && !st.stop_requested(); ++i) std::this_thread::sleep_for(10ms);
     return archive_outcome{};
   };
-  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, failing), errc::unavailable, "archiver_failed");
-  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, throwing), errc::unavailable, "archiver_threw");
-  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, slow), errc::unavailable, "archive_timeout");
+  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, failing), errc::unavailable,
+                      "archiver_failed");
+  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, throwing), errc::unavailable,
+                      "archiver_threw");
+  EXPECT_OUTBOX_ERROR((void)s.archive_and_prune_delivered(cut, 10, slow), errc::unavailable,
+                      "archive_timeout");
   EXPECT_EQ(count(), 3);
   std::vector<std::string> archived;
   auto working = [&](const std::vector<archived_message>& b, auto, std::stop_token) {
@@ -741,7 +774,10 @@ TEST_P(outbox_store, a_failing_throwing_or_overrunning_archiver_deletes_nothing_
   EXPECT_EQ(deleted, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(count(), 1);
   bool called = false;
-  auto never = [&](const std::vector<archived_message>&, auto, std::stop_token) { called = true; return archive_outcome{}; };
+  auto never = [&](const std::vector<archived_message>&, auto, std::stop_token) {
+    called = true;
+    return archive_outcome{};
+  };
   EXPECT_TRUE(s.archive_and_prune_delivered(cut, 10, never).empty());
   EXPECT_FALSE(called);
 }

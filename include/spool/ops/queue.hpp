@@ -161,6 +161,13 @@ class queue {
   // unavailable, in_doubt.
   [[nodiscard]] std::optional<op> dequeue(const std::vector<std::string>& types = {},
                                           std::string_view owner = {}, const call_options& call = {});
+  // Claims up to max ready ops (1..1,000) at once, exactly as that many
+  // dequeue calls would, in claim order, each with its own lease token; one
+  // statement on PostgreSQL, one transaction on SQLite. Fewer (or none) when
+  // fewer are ready. Errors: invalid_argument (max outside 1..1,000, a type
+  // or owner), stopped, unavailable, in_doubt. Thread-safe.
+  [[nodiscard]] std::vector<op> dequeue_batch(std::size_t max, const std::vector<std::string>& types = {},
+                                              std::string_view owner = {}, const call_options& call = {});
   // True when an op of one of types (empty: any) is ready now; a read only.
   [[nodiscard]] bool has_ready(const std::vector<std::string>& types = {}, const call_options& call = {});
 
@@ -171,6 +178,14 @@ class queue {
   // stopped, unavailable, in_doubt. Replaying an ack or a terminal fail with
   // the same token after it was recorded succeeds without change.
   void ack(std::string_view id, std::string_view token = {}, const call_options& call = {});
+  // Acks up to 1,000 claims in one transaction (one round trip on
+  // PostgreSQL, one commit on SQLite), each fenced exactly as ack. Returns
+  // the leases that were not acked — the cases where ack would throw
+  // (not_found, lease_lost, invalid_state); the others are recorded (a
+  // replay of a recorded ack counts as acked). Errors: invalid_argument
+  // (more than 1,000 leases, an empty token, the same id twice), stopped,
+  // unavailable, in_doubt (the whole batch). Thread-safe.
+  [[nodiscard]] std::vector<lease> ack_batch(const std::vector<lease>& leases, const call_options& call = {});
   // retry = false: failed (T6). retry = true: pending after
   // default_retry_delay (T5), or failed once attempts ≥ max_attempts.
   // Returns the resulting status. message is stored as given, except that

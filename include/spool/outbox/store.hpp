@@ -71,7 +71,8 @@ class retry_at {
   [[nodiscard]] const std::optional<time_point>& instant() const noexcept { return instant_; }
 
  private:
-  retry_at(std::optional<std::chrono::microseconds> d, std::optional<time_point> i) : delay_(d), instant_(i) {}
+  retry_at(std::optional<std::chrono::microseconds> d, std::optional<time_point> i)
+      : delay_(d), instant_(i) {}
   std::optional<std::chrono::microseconds> delay_;
   std::optional<time_point> instant_;
 };
@@ -164,8 +165,9 @@ struct archive_outcome {
   std::string error;  // when !ok: a short, payload-free description
 };
 // Receives the batch, the deadline and a stop token; must be idempotent by id.
-using archiver = std::function<archive_outcome(const std::vector<archived_message>& batch,
-                                               std::chrono::steady_clock::time_point deadline, std::stop_token stop)>;
+using archiver =
+    std::function<archive_outcome(const std::vector<archived_message>& batch,
+                                  std::chrono::steady_clock::time_point deadline, std::stop_token stop)>;
 
 enum class operation { claim, extend, deliver, retry, dead, release, replay, prune, archive };
 [[nodiscard]] std::string_view to_string(operation op) noexcept;
@@ -184,14 +186,14 @@ struct event {
 
 struct store_options {
   outbox_config config;
-  std::size_t max_claim_batch = 100;                           // 1..1,000
-  std::size_t max_admin_batch = 100;                           // 1..1,000
+  std::size_t max_claim_batch = 100;                                       // 1..1,000
+  std::size_t max_admin_batch = 100;                                       // 1..1,000
   std::chrono::microseconds max_lease_duration = std::chrono::minutes(5);  // 1 ms..24 h
   std::chrono::microseconds max_retry_delay = std::chrono::hours(24);      // 1 s..30 days
-  std::size_t max_error_bytes = 1024;                          // 64..4,096
-  std::chrono::milliseconds replay_lock_timeout{5000};         // 100 ms..60 s
-  std::chrono::milliseconds archive_deadline{30000};           // 1 s..10 min
-  std::function<void(const event&)> observer;                  // synchronous; exceptions swallowed
+  std::size_t max_error_bytes = 1024;                                      // 64..4,096
+  std::chrono::milliseconds replay_lock_timeout{5000};                     // 100 ms..60 s
+  std::chrono::milliseconds archive_deadline{30000};                       // 1 s..10 min
+  std::function<void(const event&)> observer;  // synchronous; exceptions swallowed
   std::function<bool(const replay_request&)> replay_authorizer;
 };
 
@@ -212,18 +214,23 @@ class store {
   // §6.1. Errors: invalid_argument (claim_owner_required, value_outside_bounds,
   // invalid_claim_limit, invalid_lease_duration, invalid_serialization),
   // unavailable, in_doubt, invalid_state (not_writable), database_error.
-  std::vector<claimed_message> claim(const std::string& owner, std::size_t limit, std::chrono::microseconds lease_duration,
-                                 serialization mode = serialization::none, const call_options& c = {});
+  std::vector<claimed_message> claim(const std::string& owner, std::size_t limit,
+                                     std::chrono::microseconds lease_duration,
+                                     serialization mode = serialization::none, const call_options& c = {});
 
   // §6.2: fenced; lease_lost when the lease expired or was replaced (nothing changes).
-  time_point extend_lease(const lease_ref& ref, std::chrono::microseconds duration, const call_options& c = {});
+  time_point extend_lease(const lease_ref& ref, std::chrono::microseconds duration,
+                          const call_options& c = {});
   // Up to 1,000 refs in one statement; nullopt = lost.
   std::vector<std::optional<time_point>> extend_leases(const std::vector<lease_ref>& refs,
-                                                       std::chrono::microseconds duration, const call_options& c = {});
+                                                       std::chrono::microseconds duration,
+                                                       const call_options& c = {});
   void mark_delivered(const lease_ref& ref, const call_options& c = {});
   // Runs fn inside the fenced transaction before T5 commits; an exception rolls back.
-  void mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn, const call_options& c = {});
-  void mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn, const call_options& c = {});
+  void mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn,
+                      const call_options& c = {});
+  void mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn,
+                      const call_options& c = {});
   // T5 for up to 1,000 leases in one transaction (one round trip for the
   // locks and one statement on PostgreSQL), each fenced as mark_delivered.
   // Returns, per ref in order, true when it was delivered and false when its
@@ -241,10 +248,9 @@ class store {
   // claim, or nullopt when the scope has no eligible row (the delivery still
   // commits). Errors: as mark_delivered (lease_lost: nothing changed, nothing
   // claimed) and as claim (invalid_lease_duration, invalid_serialization).
-  std::optional<claimed_message> mark_delivered_and_claim_next(const lease_ref& ref,
-                                                               std::chrono::microseconds lease_duration,
-                                                               serialization mode = serialization::by_ordering_key,
-                                                               const call_options& c = {});
+  std::optional<claimed_message> mark_delivered_and_claim_next(
+      const lease_ref& ref, std::chrono::microseconds lease_duration,
+      serialization mode = serialization::by_ordering_key, const call_options& c = {});
   void retry(const lease_ref& ref, const retry_at& at, const failure& f, const call_options& c = {});
   void dead_letter(const lease_ref& ref, const failure& f, const call_options& c = {});
   void release_lease(const lease_ref& ref, const call_options& c = {});
@@ -260,10 +266,11 @@ class store {
   // invalid_argument, unavailable (lock wait over replay_lock_timeout).
   replay_result replay(const replay_request& r, const call_options& c = {});
   // §6.5: deleted ids.
-  std::vector<std::string> prune_delivered(const cutoff& before, std::size_t limit, const call_options& c = {});
+  std::vector<std::string> prune_delivered(const cutoff& before, std::size_t limit,
+                                           const call_options& c = {});
   std::vector<std::string> prune_dead(const cutoff& before, std::size_t limit, const call_options& c = {});
-  std::vector<std::string> archive_and_prune_delivered(const cutoff& before, std::size_t limit, const archiver& a,
-                                                       const call_options& c = {});
+  std::vector<std::string> archive_and_prune_delivered(const cutoff& before, std::size_t limit,
+                                                       const archiver& a, const call_options& c = {});
   std::vector<std::string> archive_and_prune_dead(const cutoff& before, std::size_t limit, const archiver& a,
                                                   const call_options& c = {});
   // §6.6: round trip plus writability; not_writable otherwise.

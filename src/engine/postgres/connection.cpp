@@ -244,9 +244,10 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     const text_params& p = all[k];
     const std::string sql(s.sql);
     const int n = static_cast<int>(s.params.size());
-    const int sent = names[k] != nullptr
-                         ? PQsendQueryPrepared(conn_, names[k]->c_str(), n, p.ptrs.data(), nullptr, nullptr, 0)
-                         : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, p.ptrs.data(), nullptr, nullptr, 0);
+    const int sent =
+        names[k] != nullptr
+            ? PQsendQueryPrepared(conn_, names[k]->c_str(), n, p.ptrs.data(), nullptr, nullptr, 0)
+            : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, p.ptrs.data(), nullptr, nullptr, 0);
     if (sent != 1) {
       throw_error(conn_, nullptr, sent_any ? what : intent::read, "pipeline send");
     }
