@@ -141,6 +141,20 @@ class driver {
     if (pg()) db_.exec("VACUUM (ANALYZE) " + table());
   }
   std::int64_t count(const std::string& sql) { return std::stoll(db_.exec(sql).at(0).at(0).value_or("0")); }
+  // SQLite preload: n rows written through the library, `per_call` rows per
+  // call and `calls_per_tx` calls per transaction (one commit, one fsync).
+  template <class Write>
+  void sqlite_preload(long n, long per_call, int calls_per_tx, Write write) {
+    for (long done = 0; done < n;) {
+      sqlite::tx tx(db_);
+      for (int k = 0; k < calls_per_tx && done < n; ++k) {
+        const long b = std::min(per_call, n - done);
+        write(tx, static_cast<std::size_t>(b));
+        done += b;
+      }
+      tx.commit();
+    }
+  }
   void wipe(std::initializer_list<const char*> tables) {
     for (const char* t : tables) db_.exec((pg() ? "TRUNCATE " : "DELETE FROM ") + std::string(t));
   }
@@ -184,15 +198,9 @@ class mq_driver final : public driver {
   void preload(long n) override {
     if (n <= 0) return;
     if (!pg()) {
-      for (long done = 0; done < n;) {
-        sqlite::tx tx(db_);
-        for (int k = 0; k < 20 && done < n; ++k) {
-          const long b = std::min(500L, n - done);
-          (void)q_->publish_batch(tx, std::vector<mq::message>(static_cast<std::size_t>(b), msg_));
-          done += b;
-        }
-        tx.commit();
-      }
+      sqlite_preload(n, 500, 20, [&](sqlite::tx& tx, std::size_t b) {
+        (void)q_->publish_batch(tx, std::vector<mq::message>(b, msg_));
+      });
       return;
     }
     const auto tmpl = q_->publish(msg_).ids.at(0);
@@ -303,15 +311,9 @@ class ops_driver final : public driver {
   void preload(long n) override {
     if (n <= 0) return;
     if (!pg()) {
-      for (long done = 0; done < n;) {
-        sqlite::tx tx(db_);
-        for (int k = 0; k < 100 && done < n; ++k) {
-          const long b = std::min(100L, n - done);
-          (void)q_->enqueue_batch(tx, std::vector<ops::new_op>(static_cast<std::size_t>(b), op_));
-          done += b;
-        }
-        tx.commit();
-      }
+      sqlite_preload(n, 100, 100, [&](sqlite::tx& tx, std::size_t b) {
+        (void)q_->enqueue_batch(tx, std::vector<ops::new_op>(b, op_));
+      });
       return;
     }
     const auto tmpl = q_->enqueue(op_).id;
@@ -425,15 +427,9 @@ class outbox_driver final : public driver {
   void preload(long n) override {
     if (n <= 0) return;
     if (!pg()) {
-      for (long done = 0; done < n;) {
-        sqlite::tx tx(db_);
-        for (int k = 0; k < 20 && done < n; ++k) {
-          const long b = std::min(500L, n - done);
-          (void)writer_->insert_batch(tx, build(static_cast<int>(b), std::nullopt));
-          done += b;
-        }
-        tx.commit();
-      }
+      sqlite_preload(n, 500, 20, [&](sqlite::tx& tx, std::size_t b) {
+        (void)writer_->insert_batch(tx, build(static_cast<int>(b), std::nullopt));
+      });
       return;
     }
     pg::tx tx(db_);

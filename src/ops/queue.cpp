@@ -377,15 +377,21 @@ enqueue_result queue::enqueue(sqlite::tx& tx, const new_op& o, const enqueue_opt
 
 // ---- claim ----
 
+namespace {
+// Checks a claim's types and owner; the owner to record (empty: the driver's).
+std::string claimant(const std::vector<std::string>& types, std::string_view owner,
+                     const std::string& fallback) {
+  for (const auto& t : types) detail::check_name("type", t);
+  if (owner.empty()) return fallback;
+  std::string who(owner);
+  detail::check_name("owner", who);
+  return who;
+}
+}  // namespace
+
 std::optional<op> queue::dequeue(const std::vector<std::string>& types, std::string_view owner,
                                  const call_options& call) {
-  for (const auto& t : types) detail::check_name("type", t);
-  std::string who(owner);
-  if (who.empty()) {
-    who = impl_->owner;
-  } else {
-    detail::check_name("owner", who);
-  }
+  const std::string who = claimant(types, owner, impl_->owner);
   const std::string token = detail::random_hex(16);
   const auto lim = impl_->limits(call);
   auto r = impl_->run([&] { return impl_->st->claim(types, who, token, lim); });
@@ -399,13 +405,7 @@ std::vector<op> queue::dequeue_batch(std::size_t max, const std::vector<std::str
     throw error(errc::invalid_argument, fmt::format("dequeue_batch takes 1..1000 ops, got {}", max),
                 "value_outside_bounds");
   }
-  for (const auto& t : types) detail::check_name("type", t);
-  std::string who(owner);
-  if (who.empty()) {
-    who = impl_->owner;
-  } else {
-    detail::check_name("owner", who);
-  }
+  const std::string who = claimant(types, owner, impl_->owner);
   std::vector<std::string> tokens;
   tokens.reserve(max);
   for (std::size_t i = 0; i < max; ++i) tokens.push_back(detail::random_hex(16));

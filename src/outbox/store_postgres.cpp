@@ -27,6 +27,10 @@ std::string array_of(const std::vector<std::string>& v) {
   return pg::detail::text_array(p);
 }
 
+// The opening of every transaction of the store's own (txn, one_trip_tx).
+constexpr const char* tx_begin = "BEGIN ISOLATION LEVEL READ COMMITTED";
+constexpr const char* tx_no_seqscan = "SET LOCAL enable_seqscan = off";
+
 // One short transaction of the store's own on a pooled connection, at READ
 // COMMITTED whatever the database default; rolled back unless committed.
 // Sequential scans are disabled for the transaction (SET LOCAL; the pooled
@@ -41,8 +45,7 @@ class txn {
       // One round trip for both (simple query): the store's transactions
       // are short, so every round trip saved shows in the drain rate.
       spool::detail::check_call(c, "outbox transaction");
-      lease_->exec_simple("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enable_seqscan = off",
-                          intent::read);
+      lease_->exec_simple(fmt::format("{}; {}", tx_begin, tx_no_seqscan), intent::read);
     } catch (...) {
       lease_.discard();
       throw;
@@ -92,8 +95,8 @@ std::vector<pg::detail::result_ptr> one_trip_tx(spool::detail::database_impl& db
   auto lease = db.pg_pool().acquire(c);
   std::vector<conn_t::statement> all;
   all.reserve(statements.size() + 4);
-  all.push_back({"BEGIN ISOLATION LEVEL READ COMMITTED", {}});
-  all.push_back({"SET LOCAL enable_seqscan = off", {}});
+  all.push_back({tx_begin, {}});
+  all.push_back({tx_no_seqscan, {}});
   if (generic_plan) all.push_back({"SET LOCAL plan_cache_mode = force_generic_plan", {}});
   const auto lead = static_cast<std::ptrdiff_t>(all.size());
   all.insert(all.end(), statements.begin(), statements.end());

@@ -171,6 +171,21 @@ void connection::wait_until_ready(const call_options& limits, std::string_view& 
   }
 }
 
+void connection::throw_failure(const PGresult* res, intent what, std::string_view cancelled_for,
+                               std::string_view context) {
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  if (!cancelled_for.empty() && state != nullptr && std::string_view(state) == "57014") {
+    const std::string reason(cancelled_for);
+    if (what == intent::write) {
+      throw error(errc::in_doubt,
+                  fmt::format("statement cancelled ({}) after it was sent; its outcome is unknown", reason),
+                  reason, state);
+    }
+    throw error(errc::unavailable, fmt::format("statement cancelled ({})", reason), reason, state);
+  }
+  throw_error(conn_, res, what, context);
+}
+
 result_ptr connection::exec_limited(const std::string& sql, int n, const char* const* values, intent what,
                                     const call_options& limits) {
   spool::detail::check_call(limits, "statement");
@@ -199,17 +214,7 @@ result_ptr connection::exec_limited(const std::string& sql, int n, const char* c
   }
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return res;  // finished before the cancel
-  const char* state = res ? PQresultErrorField(res.get(), PG_DIAG_SQLSTATE) : nullptr;
-  if (!cancelled_for.empty() && state != nullptr && std::string_view(state) == "57014") {
-    const std::string reason(cancelled_for);
-    if (what == intent::write) {
-      throw error(errc::in_doubt,
-                  fmt::format("statement cancelled ({}) after it was sent; its outcome is unknown", reason),
-                  reason, state);
-    }
-    throw error(errc::unavailable, fmt::format("statement cancelled ({})", reason), reason, state);
-  }
-  throw_error(conn_, res.get(), what, "statement");
+  throw_failure(res.get(), what, cancelled_for, "statement");
 }
 
 std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what,
@@ -292,19 +297,7 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     if ((status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) && !first_error)
       first_error = std::move(res);
   }
-  if (first_error) {
-    const char* state = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
-    if (!cancelled_for.empty() && state != nullptr && std::string_view(state) == "57014") {
-      const std::string reason(cancelled_for);
-      if (what == intent::write) {
-        throw error(errc::in_doubt,
-                    fmt::format("statement cancelled ({}) after it was sent; its outcome is unknown", reason),
-                    reason, state);
-      }
-      throw error(errc::unavailable, fmt::format("statement cancelled ({})", reason), reason, state);
-    }
-    throw_error(conn_, first_error.get(), what, "pipeline");
-  }
+  if (first_error) throw_failure(first_error.get(), what, cancelled_for, "pipeline");
   return results;
 }
 

@@ -82,6 +82,11 @@ class connection {
   // Waits until a result can be read without blocking, cancelling the
   // running statement once (cancelled_for names why) when the limits end.
   void wait_until_ready(const call_options& limits, std::string_view& cancelled_for);
+  // Throws for a failed result: a statement this connection cancelled at a
+  // limit (cancelled_for names it) is in_doubt for a write, unavailable for
+  // a read; anything else goes through throw_error.
+  [[noreturn]] void throw_failure(const PGresult* res, intent what, std::string_view cancelled_for,
+                                  std::string_view context);
   // Sends without blocking and waits, cancelling the statement at the limit.
   result_ptr exec_limited(const std::string& sql, int n, const char* const* values, intent what,
                           const call_options& limits);
