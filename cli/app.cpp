@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string_view>
 
+#include "spool/version.hpp"
+
 namespace spool::cli {
 
 namespace {
@@ -54,6 +56,7 @@ int usage_failure(std::ostream& err, std::string_view message) {
 std::unique_ptr<CLI::App> build_app(cli_context& ctx) {
   auto app = std::make_unique<CLI::App>("spool — durable message queues on PostgreSQL and SQLite", "spool");
   app->require_subcommand(1);
+  app->set_version_flag("--version", spool::version_line(), "Print the version and the source commit, then exit");
   app->footer(
       "Every command takes --db URI, --json and --log-level LEVEL anywhere on its line.\n"
       "Exit status: 0 success, 1 a Spool error (one line on stderr: spool: <errc>[/<reason>]: <message>), "

@@ -153,13 +153,25 @@ struct queue::impl {
     std::vector<std::size_t> index(items.size());
     for (std::size_t i = 0; i < index.size(); ++i) index[i] = i;
     for (int round = 0;; ++round) {
-      const std::vector<bool> created = insert(items);
+      const std::vector<detail::insert_outcome> outcome = insert(items);
       std::vector<std::size_t> collided;
       for (std::size_t k = 0; k < items.size(); ++k) {
-        if (created[k]) {
-          out[index[k]] = {items[k].id, true};
-        } else {
-          collided.push_back(k);
+        switch (outcome[k]) {
+          case detail::insert_outcome::inserted:
+            out[index[k]] = {items[k].id, true, enqueue_status::created};
+            break;
+          case detail::insert_outcome::id_taken:
+            // One op: the caller's call is wrong. In a batch: a retried or
+            // resumed batch, whose earlier attempt stored this item.
+            if (single) {
+              throw error(errc::already_exists, fmt::format("an op with id \"{}\" already exists", items[k].id),
+                          "already_exists");
+            }
+            out[index[k]] = {items[k].id, false, enqueue_status::already_exists};
+            break;
+          case detail::insert_outcome::key_held:
+            collided.push_back(k);
+            break;
         }
       }
       if (collided.empty()) return out;
@@ -167,7 +179,7 @@ struct queue::impl {
       for (auto k : collided) keys.push_back(items[k].dedup_key.value_or(""));
       if (mode == on_duplicate::raise) {
         if (!single) {
-          for (auto k : collided) out[index[k]] = {"", false};
+          for (auto k : collided) out[index[k]] = {"", false, enqueue_status::deduplicated};
           return out;
         }
         const auto h = holders(keys);
@@ -183,7 +195,7 @@ struct queue::impl {
       for (std::size_t c = 0; c < collided.size(); ++c) {
         const auto k = collided[c];
         if (h[c]) {
-          out[index[k]] = {*h[c], false};
+          out[index[k]] = {*h[c], false, enqueue_status::deduplicated};
         } else {
           again.push_back(std::move(items[k]));
           again_index.push_back(index[k]);

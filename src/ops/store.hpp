@@ -72,6 +72,13 @@ struct status_change {
 };
 
 // A keyset position: the stored enqueued_at as the engine renders it, and the id.
+// What an insert did with one item.
+enum class insert_outcome {
+  inserted,
+  key_held,  // a pending op holds its dedup key
+  id_taken,  // an op with its (caller's) id is stored
+};
+
 struct cursor_key {
   std::string enqueued_at;
   std::string id;
@@ -83,10 +90,10 @@ class store {
   // Verifies table, columns, indexes and the ledger (§2.3). Errors:
   // invalid_state (schema_version_mismatch, schema_too_new).
   virtual void check_schema(const call_options& call) = 0;
-  // Inserts in one auto-committed transaction; per item true when inserted,
-  // false on a dedup collision. Errors: already_exists naming the first
-  // existing caller id; database errors.
-  virtual std::vector<bool> insert(const std::vector<insert_item>& items, const call_options& call) = 0;
+  // Inserts in one auto-committed transaction, what it can: per item the
+  // outcome (a stored id or a held key skips that item only). Errors:
+  // database errors.
+  virtual std::vector<insert_outcome> insert(const std::vector<insert_item>& items, const call_options& call) = 0;
   // The pending holder of each key (nullopt when none holds it now).
   virtual std::vector<std::optional<std::string>> holders(const std::vector<std::string>& keys,
                                                           const call_options& call) = 0;
@@ -147,14 +154,14 @@ std::unique_ptr<store> make_sqlite_store(spool::detail::pool<sqlite::detail::con
                                          database_options options, store_config config);
 
 // Inserts on a caller's connection inside its open transaction; never
-// commits. Per item: true when inserted.
-std::vector<bool> postgres_insert(pg::detail::connection& conn, const store_config& config,
+// commits. Per item: the outcome, as store::insert.
+std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const store_config& config,
                                   const std::vector<insert_item>& items, const call_options& call);
 std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn,
                                                          const store_config& config,
                                                          const std::vector<std::string>& keys,
                                                          const call_options& call);
-std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const store_config& config,
+std::vector<insert_outcome> sqlite_insert(sqlite::detail::connection& conn, const store_config& config,
                                 const std::vector<insert_item>& items, const call_options& call);
 std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connection& conn,
                                                        const store_config& config,

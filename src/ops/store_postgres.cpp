@@ -50,8 +50,6 @@ bool is_unique_violation(const error& e) {
   return e.code() == errc::database_error && e.sqlstate() == "23505";
 }
 
-std::string dedup_index(const store_config& c) { return fmt::format("idx_{}_dedup_pending", c.table); }
-
 std::vector<param> insert_params(const store_config& config, const std::vector<insert_item>& items) {
   std::vector<std::string> ids, types, payloads, priorities, max_attempts;
   std::vector<std::optional<std::string>> not_before, delays, keys;
@@ -70,15 +68,24 @@ std::vector<param> insert_params(const store_config& config, const std::vector<i
           boolean(config.notify),   config.channel};
 }
 
-std::vector<bool> created_flags(const std::vector<insert_item>& items, const std::vector<row>& inserted) {
+// Pairs the RETURNING ids with the items (an id repeated in the batch is
+// refused before the statement, so each returned id is one item's); an item
+// not returned was skipped, for a taken id when taken holds it, else for its
+// dedup key.
+std::vector<insert_outcome> outcomes(const std::vector<insert_item>& items, const std::vector<row>& inserted,
+                                     const std::vector<row>& taken) {
   std::unordered_map<std::string, bool> fresh;
   for (const auto& r : inserted) fresh[*r[0]] = true;
-  std::vector<bool> out(items.size(), false);
+  std::unordered_map<std::string, bool> stored;
+  for (const auto& r : taken) stored[*r[0]] = true;
+  std::vector<insert_outcome> out(items.size(), insert_outcome::key_held);
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto it = fresh.find(items[i].id);
     if (it != fresh.end() && it->second) {
-      out[i] = true;
+      out[i] = insert_outcome::inserted;
       it->second = false;
+    } else if (stored.count(items[i].id) > 0) {
+      out[i] = insert_outcome::id_taken;
     }
   }
   return out;
@@ -173,32 +180,13 @@ class postgres_store final : public store {
     check_ledger(*conn, qualified, call);
   }
 
-  std::vector<bool> insert(const std::vector<insert_item>& items, const call_options& call) override {
+  std::vector<insert_outcome> insert(const std::vector<insert_item>& items, const call_options& call) override {
     auto conn = db_.pg_pool().acquire(call);
-    try {
-      auto out = postgres_insert(*conn, config_, items, call);
-      db_.wake().raise();
-      return out;
-    } catch (const error& e) {
-      if (!is_unique_violation(e)) throw;
-      // Name the first item whose id is taken (the statement wrote nothing).
-      std::vector<std::string> ids;
-      for (const auto& it : items) ids.push_back(it.id);
-      const auto rows = conn->query(sql_.at("existing_ids"), {text_array(ids)}, intent::read, call);
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        for (const auto& r : rows) {
-          if (*r[0] == items[i].id) {
-            throw error(
-                errc::already_exists,
-                items.size() == 1
-                    ? fmt::format("an op with id \"{}\" already exists", items[i].id)
-                    : fmt::format("op {} of the batch: an op with id \"{}\" already exists", i, items[i].id));
-          }
-        }
-      }
-      throw;
-    }
+    auto out = postgres_insert(*conn, config_, items, call);
+    db_.wake().raise();
+    return out;
   }
+
 
   std::vector<std::optional<std::string>> holders(const std::vector<std::string>& keys,
                                                   const call_options& call) override {
@@ -465,22 +453,25 @@ class postgres_store final : public store {
 
 }  // namespace
 
-std::vector<bool> postgres_insert(pg::detail::connection& conn, const store_config& config,
-                                  const std::vector<insert_item>& items, const call_options& call) {
-  const std::string sql = ops_sql(engine::postgres, "enqueue", config);
-  try {
-    return created_flags(items, conn.query(sql, insert_params(config, items), intent::write, call));
-  } catch (const error& e) {
-    // In a caller's transaction nothing more can be read: report from the message.
-    if (is_unique_violation(e) && conn.in_transaction()) {
-      if (std::string_view(e.what()).find(dedup_index(config)) != std::string_view::npos) {
-        throw duplicate_op(fmt::format("a pending op holds the dedup key: {}", e.what()), "");
-      }
-      throw error(errc::already_exists, fmt::format("an op id of the batch already exists: {}", e.what()),
-                  "already_exists", e.sqlstate());
+std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const store_config& config,
+                                            const std::vector<insert_item>& items, const call_options& call) {
+  // One statement that skips what conflicts (a taken id or a held key), so
+  // the transaction stays usable; the skipped items' ids are then looked up
+  // in the same transaction to tell the two apart, without reading error text.
+  const auto params = insert_params(config, items);
+  const auto inserted = conn.query(ops_sql(engine::postgres, "enqueue", config), params, intent::write, call);
+  if (inserted.size() == items.size()) return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
+  std::vector<std::string> skipped;
+  {
+    std::unordered_map<std::string, bool> fresh;
+    for (const auto& r : inserted) fresh[*r[0]] = true;
+    for (const auto& it : items) {
+      if (fresh.count(it.id) == 0) skipped.push_back(it.id);
     }
-    throw;
   }
+  const auto taken =
+      conn.query(ops_sql(engine::postgres, "existing_ids", config), {text_array(skipped)}, intent::read, call);
+  return outcomes(items, inserted, taken);
 }
 
 std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn,

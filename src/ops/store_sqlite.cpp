@@ -95,7 +95,7 @@ class sqlite_store final : public store {
     }
   }
 
-  std::vector<bool> insert(const std::vector<insert_item>& items, const call_options& call) override {
+  std::vector<insert_outcome> insert(const std::vector<insert_item>& items, const call_options& call) override {
     auto conn = pool_.acquire(call);
     immediate_tx tx(*conn);
     auto out = sqlite_insert(*conn, config_, items, call);
@@ -409,25 +409,25 @@ class sqlite_store final : public store {
 
 }  // namespace
 
-std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const store_config& config,
-                                const std::vector<insert_item>& items, const call_options& call) {
+std::vector<insert_outcome> sqlite_insert(sqlite::detail::connection& conn, const store_config& config,
+                                          const std::vector<insert_item>& items, const call_options& call) {
   const std::string insert = ops_sql(engine::sqlite, "insert", config);
   const std::string exists = ops_sql(engine::sqlite, "id_exists", config);
-  std::vector<bool> out(items.size(), false);
+  std::vector<insert_outcome> out(items.size(), insert_outcome::key_held);
   for (std::size_t i = 0; i < items.size(); ++i) {
     const auto& it = items[i];
+    // Checked in the write transaction (SQLite has one writer), so the insert
+    // below cannot meet the id.
     if (it.caller_id && !conn.query(exists, {it.id}, call).empty()) {
-      throw error(errc::already_exists,
-                  items.size() == 1
-                      ? fmt::format("an op with id \"{}\" already exists", it.id)
-                      : fmt::format("op {} of the batch: an op with id \"{}\" already exists", i, it.id));
+      out[i] = insert_outcome::id_taken;
+      continue;
     }
     conn.query(insert,
                {it.id, it.type, it.payload, std::int64_t{it.priority}, std::int64_t{it.max_attempts},
                 it.not_before ? param(sqlite_time_ceil(*it.not_before)) : param(nullptr),
                 it.delay ? param(delay_modifier(*it.delay)) : param(nullptr), opt_text(it.dedup_key)},
                call);
-    out[i] = conn.changes() > 0;
+    if (conn.changes() > 0) out[i] = insert_outcome::inserted;
   }
   return out;
 }

@@ -12,9 +12,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "chaos/supervisor.hpp"
 #include "spool/database.hpp"
@@ -40,7 +43,7 @@ class mq_chaos : public ::testing::TestWithParam<engine> {
 
 TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_order) {
   const std::uint64_t seed = chaos_seed();
-  std::cout << "chaos seed " << seed << " (replay with SPOOL_CHAOS_SEED=" << seed << ")\n";
+  std::cout << "chaos seed " << seed << " for " << current_test() << " (replay with SPOOL_CHAOS_SEED=" << seed << ")\n";
   RecordProperty("chaos_seed", std::to_string(seed));
   std::mt19937_64 rng(seed);
 
@@ -70,7 +73,7 @@ TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_o
     actors.push_back({name, actor_path(),
                       {"consume", "--db", uri, "--queue", queue, "--visibility", "2", "--batch", "4", "--log",
                        (logs / ("chaos-" + name + ".log")).string()},
-                      false});
+                      false, "spool_chaos_actor: ready"});
   }
   auto db = database::open(uri);
   const std::string remaining_sql = is_pg() ? "SELECT count(*) FROM queue_messages WHERE queue_name = $1"
@@ -91,9 +94,7 @@ TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_o
   while (*db.exec(remaining_sql, {queue}).at(0).at(0) != "0" && std::chrono::steady_clock::now() < drain_until) {
     std::this_thread::sleep_for(200ms);
   }
-  for (auto& a : actors) {
-    if (!a.runs_to_completion) EXPECT_EQ(a.proc->stop(SIGTERM), 0) << a.name << ": " << a.proc->err();
-  }
+  for (const auto& f : stop_when_ready(actors)) ADD_FAILURE() << f;
   EXPECT_EQ(*db.exec(remaining_sql, {queue}).at(0).at(0), "0") << "the queue did not drain";
   EXPECT_EQ(*db.exec(is_pg() ? "SELECT count(*) FROM queue_messages_failed WHERE queue_name = $1"
                              : "SELECT count(*) FROM queue_messages_failed WHERE queue_name = ?1",
@@ -106,7 +107,18 @@ TEST_P(mq_chaos, sigkilled_producers_and_consumers_lose_nothing_and_keep_group_o
   std::vector<delivery_record> deliveries;
   std::vector<std::string> republished;
   read_logs(logs, "chaos-", produced, deliveries, &republished);
-  const auto report = check_deliveries(produced, deliveries, true, republished);
+  auto report = check_deliveries(produced, deliveries,
+                                 {.group_order = true, .strict_group_order = true, .republished = republished});
+  // Every acked message is gone from the table (only an ack deletes one).
+  std::map<std::string, std::string> stored;
+  for (const char* table : {"queue_messages", "queue_messages_failed"}) {
+    for (const auto& r : db.exec(fmt::format("SELECT id FROM {} WHERE queue_name = {}", table, is_pg() ? "$1" : "?1"),
+                                 {queue})) {
+      stored[*r.at(0)] = table;
+    }
+  }
+  check_final_state(report, produced, stored, "", false);
+  if (!is_pg()) EXPECT_EQ(sqlite_integrity(dir.path() / "chaos.db"), "ok");
   std::cout << "chaos (" << (is_pg() ? "postgres" : "sqlite") << "): " << kills << " SIGKILLs (" << producer_kills
             << " of producers); " << report.summary() << "\n";
   RecordProperty("kills", kills);

@@ -2,12 +2,14 @@
 // seeded random moments and restarted at once, until the test says enough.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,12 @@ inline std::uint64_t chaos_seed() {
   return std::random_device{}();
 }
 
+// "suite.test/param" of the running gtest test, for the seed line the soak collects.
+inline std::string current_test() {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  return t == nullptr ? std::string("?") : std::string(t->test_suite_name()) + "." + t->name();
+}
+
 // A program the supervisor keeps running: a producer (runs to completion:
 // exit 0 means all its work is committed and logged) or a long-running one.
 struct supervised {
@@ -31,6 +39,9 @@ struct supervised {
   std::string exe;
   std::vector<std::string> args;
   bool runs_to_completion = false;
+  // A line a long-running program prints on stderr once a SIGTERM stops it
+  // gracefully (its signal handling is in place, before its first claim).
+  std::string ready_marker;
   int incarnation = 0;
   std::unique_ptr<cli_process> proc;
   bool finished = false;
@@ -90,6 +101,38 @@ inline chaos_outcome run_chaos(std::vector<supervised>& slots, const std::filesy
     victim.start(dir);
   }
   return out;
+}
+
+// True once s's current incarnation printed its ready marker, waiting up to
+// limit for it (false at once when it has exited).
+inline bool wait_ready(supervised& s, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (s.proc->err().find(s.ready_marker) != std::string::npos) return true;
+    if (!s.proc->running() || std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The graceful end of every long-running slot: each is stopped with SIGTERM
+// only once it said it is ready, since a SIGTERM that reaches a process
+// still loading (before main) kills it with 143 however correct the program
+// is. Such an exit is accepted only from a process that never became ready
+// within limit and never wrote a line (so it never reached its first claim,
+// which comes after its ready line). Returns the failures, one line each.
+inline std::vector<std::string> stop_when_ready(std::vector<supervised>& slots,
+                                                std::chrono::seconds limit = std::chrono::seconds(60)) {
+  std::vector<std::string> failures;
+  for (auto& s : slots) {
+    if (s.runs_to_completion) continue;
+    const bool ready = wait_ready(s, limit);
+    const int code = s.proc->stop(SIGTERM);
+    if (code == 0) continue;
+    if (code == 128 + SIGTERM && !ready && s.proc->err().empty()) continue;
+    failures.push_back(s.name + " (incarnation " + std::to_string(s.incarnation - 1) + (ready ? ", ready" : ", never ready") +
+                       ") exited " + std::to_string(code) + ": " + s.proc->err());
+  }
+  return failures;
 }
 
 }  // namespace spool::test

@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "ops/ops_fixture.hpp"
+#include "spool/pg.hpp"
+#include "spool/sqlite.hpp"
 
 namespace spool::test {
 namespace {
@@ -39,13 +41,13 @@ TEST_P(ops_batch, DedupCollisionsInsideTheBatchAndAgainstTheTableAreReportedPerI
   const auto r = q().enqueue_batch(batch);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_TRUE(r[0].created);
-  EXPECT_EQ(r[1], (ops::enqueue_result{"", false}));
-  EXPECT_EQ(r[2], (ops::enqueue_result{"", false}));
+  EXPECT_EQ(r[1], (ops::enqueue_result{"", false, ops::enqueue_status::deduplicated}));
+  EXPECT_EQ(r[2], (ops::enqueue_result{"", false, ops::enqueue_status::deduplicated}));
   EXPECT_TRUE(r[3].created);
   const auto existing = q().enqueue_batch(batch, {.duplicates = ops::on_duplicate::return_existing});
-  EXPECT_EQ(existing[0], (ops::enqueue_result{r[0].id, false}));
-  EXPECT_EQ(existing[1], (ops::enqueue_result{r[0].id, false}));
-  EXPECT_EQ(existing[2], (ops::enqueue_result{holder, false}));
+  EXPECT_EQ(existing[0], (ops::enqueue_result{r[0].id, false, ops::enqueue_status::deduplicated}));
+  EXPECT_EQ(existing[1], (ops::enqueue_result{r[0].id, false, ops::enqueue_status::deduplicated}));
+  EXPECT_EQ(existing[2], (ops::enqueue_result{holder, false, ops::enqueue_status::deduplicated}));
   EXPECT_TRUE(existing[3].created);
   EXPECT_EQ(q().stats().pending, 4);
 }
@@ -62,23 +64,86 @@ TEST_P(ops_batch, ABatchWithOneInvalidOpWritesNothingAndNamesItsIndex) {  // §9
   EXPECT_EQ(count(), 0);
 }
 
-TEST_P(ops_batch, ABatchWithATakenIdWritesNothingAndNamesTheItem) {
+TEST_P(ops_batch, ABatchRetriedAfterItsFirstItemsWereStoredInsertsTheRestAndReportsThoseAsAlreadyExisting) {
+  // A producer that restarts, or retries after in_doubt, sends a batch whose
+  // first ids were committed by the earlier attempt (issue 12).
+  std::vector<ops::new_op> batch;
+  for (int n = 0; n < 5; ++n) {
+    batch.push_back(new_op("resume", {{"n", n}}));
+    batch.back().id = "resume-" + std::to_string(n);
+  }
+  const std::vector<ops::new_op> first_half(batch.begin(), batch.begin() + 2);
+  ASSERT_EQ(q().enqueue_batch(first_half).size(), 2u);
+  const auto r = q().enqueue_batch(batch);
+  ASSERT_EQ(r.size(), 5u);
+  for (int n = 0; n < 5; ++n) {
+    const auto want = n < 2 ? ops::enqueue_status::already_exists : ops::enqueue_status::created;
+    EXPECT_EQ(r[static_cast<std::size_t>(n)],
+              (ops::enqueue_result{"resume-" + std::to_string(n), n >= 2, want}))
+        << "item " << n;
+  }
+  EXPECT_EQ(count(), 5);
+  for (int n = 0; n < 5; ++n) {
+    const auto c = q().dequeue();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->payload["n"], n) << "each op stored once, in input order";
+  }
+  EXPECT_EQ(q().enqueue_batch(batch)[4].status, ops::enqueue_status::already_exists)
+      << "a stored id is reported whatever its status (running now)";
+  EXPECT_EQ(count(), 5);
+}
+
+TEST_P(ops_batch, ABatchItemWhoseIdIsTakenAndWhoseKeyIsHeldIsReportedAsAlreadyExisting) {
+  auto keyed = new_op("scan");
+  keyed.id = "keyed";
+  keyed.dedup_key = "k";
+  ASSERT_TRUE(q().enqueue(keyed).created);
+  const auto r = q().enqueue_batch({keyed, new_op("other")});
+  EXPECT_EQ(r[0], (ops::enqueue_result{"keyed", false, ops::enqueue_status::already_exists}));
+  EXPECT_TRUE(r[1].created);
+  EXPECT_EQ(count(), 2);
+}
+
+TEST_P(ops_batch, ASingleEnqueueOfATakenIdIsAlreadyExistsAndAnIdRepeatedInsideABatchIsInvalid) {
   auto taken = new_op("a");
   taken.id = "taken";
   q().enqueue(taken);
-  std::vector<ops::new_op> batch{new_op("x"), taken, new_op("y")};
   try {
-    q().enqueue_batch(batch);
-    ADD_FAILURE() << "batch accepted";
+    q().enqueue(taken);
+    ADD_FAILURE() << "enqueue accepted";
   } catch (const error& e) {
     EXPECT_EQ(e.code(), errc::already_exists);
     EXPECT_NE(std::string(e.what()).find("taken"), std::string::npos) << e.what();
   }
   EXPECT_EQ(count(), 1);
-  batch = {new_op("x"), new_op("y")};
+  std::vector<ops::new_op> batch = {new_op("x"), new_op("y")};
   batch[0].id = batch[1].id = "twice";
   EXPECT_ERRC(q().enqueue_batch(batch), errc::invalid_argument);
   EXPECT_EQ(count(), 1);
+}
+
+TEST_P(ops_batch, ABatchInTheCallersTransactionSkipsStoredIdsAndTheTransactionStaysUsable) {
+  auto stored = new_op("a");
+  stored.id = "stored";
+  q().enqueue(stored);
+  auto fresh = new_op("b");
+  fresh.id = "fresh";
+  std::vector<ops::enqueue_result> r;
+  if (is_pg()) {
+    pg::tx tx(*db_);
+    r = q().enqueue_batch(tx, {stored, fresh});
+    tx.exec("SELECT 1");  // not aborted
+    tx.commit();
+  } else {
+    sqlite::tx tx(*db_);
+    r = q().enqueue_batch(tx, {stored, fresh});
+    tx.exec("SELECT 1");
+    tx.commit();
+  }
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].status, ops::enqueue_status::already_exists);
+  EXPECT_EQ(r[1], (ops::enqueue_result{"fresh", true, ops::enqueue_status::created}));
+  EXPECT_EQ(count(), 2);
 }
 
 TEST_P(ops_batch, KeysetPagesSeeEveryOpOnceInDescendingOrderWhileOpsAreInserted) {  // §9.38

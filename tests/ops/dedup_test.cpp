@@ -105,7 +105,7 @@ TEST_P(ops_dedup, ReturnExistingGivesTheHoldersIdWithCreatedFalse) {  // §9.40 
   EXPECT_EQ(again.id, first.id);
   // The queue-wide option does the same.
   auto rq = make_queue({.duplicates = ops::on_duplicate::return_existing});
-  EXPECT_EQ(rq->enqueue(o), (ops::enqueue_result{first.id, false}));
+  EXPECT_EQ(rq->enqueue(o), (ops::enqueue_result{first.id, false, ops::enqueue_status::deduplicated}));
 }
 
 TEST_P(ops_dedup, ReturnExistingUnderConcurrencyAlwaysNamesAnOp) {

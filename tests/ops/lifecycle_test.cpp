@@ -118,7 +118,7 @@ TEST_P(ops_lifecycle, ABatchInTheCallersTransactionReportsDedupPerItem) {
   }
   ASSERT_EQ(r.size(), 3u);
   EXPECT_TRUE(r[0].created);
-  EXPECT_EQ(r[1], (ops::enqueue_result{r[0].id, false}));
+  EXPECT_EQ(r[1], (ops::enqueue_result{r[0].id, false, ops::enqueue_status::deduplicated}));
   EXPECT_TRUE(r[2].created);
   EXPECT_EQ(q().stats().pending, 2);
 }

@@ -65,7 +65,7 @@ TEST_P(ops_payload, TypesIdsAndMaxAttemptsAreValidated) {
 TEST_P(ops_payload, ACallerIdIsHonouredAndATakenIdIsAlreadyExists) {
   auto o = new_op("t");
   o.id = "order-42";
-  EXPECT_EQ(q().enqueue(o), (ops::enqueue_result{"order-42", true}));
+  EXPECT_EQ(q().enqueue(o), (ops::enqueue_result{"order-42", true, ops::enqueue_status::created}));
   EXPECT_ERRC(q().enqueue(o), errc::already_exists);
   EXPECT_EQ(count(), 1);
 }

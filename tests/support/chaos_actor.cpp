@@ -16,10 +16,13 @@
 //     Enqueues N ops "<P>-<i>" of type "chaos", B per transaction (the op
 //     queue's consumers are real `spool ops work` processes).
 //   spool_chaos_actor write --db URI --name P --keys K --count N --batch B --log FILE
-//     Writes N outbox envelopes "<P>-<i>" with ordering keys "<P>-k<i % K>", B
-//     per transaction of its own (the relays are real `spool relay` processes).
-//   For both, an id already stored means its batch committed before a kill cut
-//   off the log lines: the batch is logged and the run goes on.
+//     Writes N outbox envelopes "<P>-<i>" with ordering keys "k<i % K>" (every
+//     writer writes every key), B per transaction of its own (the relays are
+//     real `spool relay` processes). Its P lines' seq orders a key only within
+//     one writer; the suite takes the order across writers from the store.
+//   For both, an id already stored means an earlier incarnation committed it
+//   before a kill cut off its log line: it is left out of the insert, and
+//   logged with the batch (it is in the table).
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -44,6 +47,10 @@ namespace {
 
 volatile std::sig_atomic_t stop_requested = 0;
 extern "C" void on_term(int) { stop_requested = 1; }
+
+// The line the supervisor waits for before it stops a long-running actor
+// gracefully: from here on SIGTERM is handled (and nothing was claimed yet).
+void ready() { std::cerr << "spool_chaos_actor: ready" << std::endl; }
 
 std::map<std::string, std::string> options(int argc, char** argv, int first) {
   std::map<std::string, std::string> o;
@@ -139,15 +146,12 @@ int produce(const std::map<std::string, std::string>& o) {
   return 0;
 }
 
-// Runs insert (one transaction) with retries; already_exists / duplicate mean
-// an earlier attempt of the same batch committed. Then logs the batch.
+// Runs insert (one transaction) with retries, then logs the batch: only
+// what is now stored, and all of it (an item a predecessor stored before it
+// was killed is produced too).
 template <class Insert>
 void insert_logged(Insert&& insert, spool::test::log_writer& log, const std::vector<std::string>& lines) {
-  try {
-    with_retries(insert);
-  } catch (const spool::error& e) {
-    if (e.code() != spool::errc::already_exists && e.code() != spool::errc::duplicate) throw;
-  }
+  with_retries(insert);
   for (const auto& l : lines) log.line(l);
 }
 
@@ -168,10 +172,26 @@ int enqueue(const std::map<std::string, std::string>& o) {
       lines.push_back("P\t" + op.id + "\t" + name + "\t" + std::to_string(j));
       ops.push_back(std::move(op));
     }
-    insert_logged([&] { (void)q.enqueue_batch(ops); }, log, lines);
+    // enqueue_batch reports ids an earlier attempt stored (already_exists)
+    // per item and inserts the rest; anything else it cannot do throws.
+    insert_logged(
+        [&] {
+          for (const auto& r : q.enqueue_batch(ops)) {
+            if (r.status == spool::ops::enqueue_status::deduplicated) {
+              throw std::runtime_error("op " + r.id + " deduplicated: the actor sets no dedup key");
+            }
+          }
+        },
+        log, lines);
     i += static_cast<long>(ops.size());
   }
   return 0;
+}
+
+bool stored(spool::database& db, const std::string& id) {
+  const std::string sql = db.kind() == spool::engine::postgres ? "SELECT 1 FROM outbox_messages WHERE id = $1"
+                                                               : "SELECT 1 FROM outbox_messages WHERE id = ?1";
+  return !db.exec(sql, {id}).empty();
 }
 
 int write_envelopes(const std::map<std::string, std::string>& o) {
@@ -191,20 +211,32 @@ int write_envelopes(const std::map<std::string, std::string>& o) {
       e.id = fmt::format("{}-{:07}", name, j);
       e.topic = "chaos";
       e.payload = "{}";
-      e.ordering_key = fmt::format("{}-k{}", name, j % keys);
+      e.ordering_key = fmt::format("k{}", j % keys);  // shared by every writer
       lines.push_back("P\t" + e.id + "\t" + e.ordering_key + "\t" + std::to_string(j / keys));
       envs.push_back(std::move(e));
     }
+    // The writer's batch is all or nothing (it runs in the caller's business
+    // transaction: outbox.md §5): an id an earlier attempt stored fails it
+    // with duplicate_id. The actor then leaves out what is stored and writes
+    // the rest, so it logs exactly what is in the table.
     insert_logged(
         [&] {
-          if (db.kind() == spool::engine::postgres) {
-            spool::pg::tx tx(db);
-            (void)w.insert_batch(tx, envs);
-            tx.commit();
-          } else {
-            spool::sqlite::tx tx(db);
-            (void)w.insert_batch(tx, envs);
-            tx.commit();
+          for (;;) {
+            try {
+              if (db.kind() == spool::engine::postgres) {
+                spool::pg::tx tx(db);
+                if (!envs.empty()) (void)w.insert_batch(tx, envs);
+                tx.commit();
+              } else {
+                spool::sqlite::tx tx(db);
+                if (!envs.empty()) (void)w.insert_batch(tx, envs);
+                tx.commit();
+              }
+              return;
+            } catch (const spool::error& e) {
+              if (e.code() != spool::errc::already_exists) throw;
+              std::erase_if(envs, [&](const spool::outbox::envelope& env) { return stored(db, env.id); });
+            }
           }
         },
         log, lines);
@@ -223,8 +255,14 @@ int consume(const std::map<std::string, std::string>& o) {
   spool::mq::queue q(db, qo);
   const auto batch = static_cast<std::size_t>(std::stol(need(o, "--batch")));
   spool::test::log_writer log(need(o, "--log"));
+  // Visibility is kept in whole seconds on both engines (a message claimed
+  // at t is visible again from floor(t) + visibility), so a claim is
+  // guaranteed to hold for one second less than asked.
+  const std::int64_t window_ns = (std::stoll(need(o, "--visibility")) - 1) * 1'000'000'000;
+  ready();
   while (!stop_requested) {
     std::vector<spool::mq::delivered_message> got;
+    const std::int64_t asked = spool::test::monotonic_ns();
     try {
       got = q.poll_wait(batch, std::chrono::milliseconds(300));
     } catch (const spool::error& e) {
@@ -234,8 +272,10 @@ int consume(const std::map<std::string, std::string>& o) {
     }
     for (const auto& d : got) {
       log.line("H\t" + d.broker_message_id + "\t" + std::to_string(d.receive_count.value_or(0)) + "\t" +
-               std::to_string(spool::test::monotonic_ns()));
+               std::to_string(spool::test::monotonic_ns()) + "\t" + std::to_string(asked) + "\t" +
+               std::to_string(window_ns));
       bool acked = false;
+      const std::int64_t ack_started = spool::test::monotonic_ns();
       for (int attempt = 1; attempt <= 20 && !acked; ++attempt) {
         try {
           q.ack(d.receipt);
@@ -247,7 +287,10 @@ int consume(const std::map<std::string, std::string>& o) {
           std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
         }
       }
-      if (acked) log.line("A\t" + d.broker_message_id + "\t" + std::to_string(spool::test::monotonic_ns()));
+      if (acked) {
+        log.line("A\t" + d.broker_message_id + "\t" + std::to_string(spool::test::monotonic_ns()) + "\t" +
+                 std::to_string(ack_started));
+      }
     }
   }
   return 0;

@@ -18,8 +18,9 @@ std::string delivery_report::summary() const {
   std::ostringstream s;
   s << "produced " << produced << ", delivered " << delivered_ids << " ids in " << deliveries << " deliveries, acked "
     << acked_ids << ", unlogged by producers " << unlogged << "; duplicates " << duplicates << " (explained "
-    << explained_duplicates << ", republished ids " << republished << "), lost " << lost.size() << ", unexplained " << unexplained.size()
-    << ", order violations " << order_violations.size();
+    << explained_duplicates << ", republished ids " << republished << "), lost " << lost.size() << ", acked twice "
+    << unexplained.size() << ", double claims " << double_claims.size() << ", order violations "
+    << order_violations.size() << ", final-state mismatches " << final_state.size();
   auto some = [&](const char* what, const std::vector<std::string>& v) {
     if (v.empty()) return;
     s << "\n  " << what << ":";
@@ -27,16 +28,98 @@ std::string delivery_report::summary() const {
     if (v.size() > 10) s << " …";
   };
   some("lost", lost);
-  some("unexplained", unexplained);
+  some("acked twice", unexplained);
+  some("double claims", double_claims);
   some("order", order_violations);
+  some("final state", final_state);
   return s.str();
 }
 
+namespace {
+
+std::string ms(std::int64_t ns) { return std::to_string(ns / 1'000'000) + " ms"; }
+
+// Claims of one id in claim order (the count increases with every claim):
+// the same count twice is two claims that both believed themselves the
+// n-th; a later claim handled before an earlier claim's window could have
+// ended is a second holder inside a live window.
+void find_double_claims(const std::string& id, const std::vector<const delivery_record*>& ds,
+                        const check_options& o, std::vector<std::string>& out) {
+  std::vector<const delivery_record*> claims;
+  for (const auto* d : ds) {
+    if (d->receive_count > 0) claims.push_back(d);
+  }
+  std::stable_sort(claims.begin(), claims.end(),
+                   [](const auto* a, const auto* b) { return a->receive_count < b->receive_count; });
+  for (std::size_t i = 1; i < claims.size(); ++i) {
+    if (claims[i]->receive_count == claims[i - 1]->receive_count) {
+      out.push_back(id + " (count " + std::to_string(claims[i]->receive_count) + " twice: " +
+                    claims[i - 1]->source + ", " + claims[i]->source + ")");
+      return;
+    }
+  }
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    const auto* first = claims[i];
+    if (first->window_ns <= 0) continue;
+    const std::int64_t live_until = first->asked_ns + first->window_ns;
+    for (std::size_t j = i + 1; j < claims.size(); ++j) {
+      if (claims[j]->at_ns + o.tolerance_ns < live_until) {
+        out.push_back(id + " (count " + std::to_string(claims[j]->receive_count) + " by " + claims[j]->source +
+                      " handled " + ms(live_until - claims[j]->at_ns) + " before the window of count " +
+                      std::to_string(first->receive_count) + " by " + first->source + " could end)");
+        return;
+      }
+    }
+  }
+}
+
+// Strict group order against the acks: a delivery of seq n at time t is a
+// violation when an earlier seq's first ack was only sent after t (that ack
+// committed later still, and the claim of seq n came before t).
+void find_strict_order_violations(const std::map<std::string, const produced_record*>& by_id,
+                                  const std::vector<const delivery_record*>& in_time, const check_options& o,
+                                  std::vector<std::string>& out) {
+  std::map<std::string, std::map<std::int64_t, std::int64_t>> first_ack;  // group → seq → first ack sent
+  for (const auto* d : in_time) {
+    if (!d->acked || d->ack_started_ns <= 0) continue;
+    const auto p = by_id.find(d->id);
+    if (p == by_id.end()) continue;
+    auto& at = first_ack[p->second->group];
+    const auto [it, fresh] = at.emplace(p->second->seq, d->ack_started_ns);
+    if (!fresh) it->second = std::min(it->second, d->ack_started_ns);
+  }
+  // Per group: seq → the latest first-ack of any seq up to it, and which seq.
+  std::map<std::string, std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>>> latest;
+  for (const auto& [group, acks] : first_ack) {
+    std::pair<std::int64_t, std::int64_t> running{0, -1};
+    for (const auto& [seq, at] : acks) {
+      if (at > running.first) running = {at, seq};
+      latest[group][seq] = running;
+    }
+  }
+  for (const auto* d : in_time) {
+    const auto p = by_id.find(d->id);
+    if (p == by_id.end()) continue;
+    const auto g = latest.find(p->second->group);
+    if (g == latest.end()) continue;
+    auto it = g->second.lower_bound(p->second->seq);  // first seq ≥ this one
+    if (it == g->second.begin()) continue;            // no earlier seq was acked
+    --it;
+    const auto [ack_sent, earlier_seq] = it->second;
+    if (d->at_ns + o.tolerance_ns < ack_sent) {
+      out.push_back(p->second->group + ": seq " + std::to_string(p->second->seq) + " handled by " + d->source + " " +
+                    ms(ack_sent - d->at_ns) + " before the ack of seq " + std::to_string(earlier_seq) +
+                    " was sent");
+    }
+  }
+}
+
+}  // namespace
+
 delivery_report check_deliveries(const std::vector<produced_record>& produced,
-                                 const std::vector<delivery_record>& deliveries, bool check_group_order,
-                                 const std::vector<std::string>& republished) {
+                                 const std::vector<delivery_record>& deliveries, const check_options& options) {
   delivery_report r;
-  const std::set<std::string> again(republished.begin(), republished.end());
+  const std::set<std::string> again(options.republished.begin(), options.republished.end());
   r.republished = static_cast<long>(again.size());
   std::map<std::string, const produced_record*> by_id;
   for (const auto& p : produced) by_id.emplace(p.id, &p);
@@ -54,35 +137,40 @@ delivery_report check_deliveries(const std::vector<produced_record>& produced,
 
   for (const auto& [id, ds] : per_id) {
     if (!by_id.count(id)) ++r.unlogged;
-    if (std::any_of(ds.begin(), ds.end(), [](const auto* d) { return d->acked; })) ++r.acked_ids;
+    const auto acks = std::count_if(ds.begin(), ds.end(), [](const auto* d) { return d->acked; });
+    if (acks > 0) {
+      ++r.acked_ids;
+      r.acked.push_back(id);
+    }
     // A repeat is what at-least-once allows when a claim ended without its
     // ack: the consumer died, its ack failed, or its window lapsed (then the
     // stale holder may even start handling after the new holder acked — it
     // cannot ack). Two acked deliveries of one id are two claims that were
-    // both valid: a double claim, never allowed.
-    const auto acks = std::count_if(ds.begin(), ds.end(), [](const auto* d) { return d->acked; });
+    // both valid: never allowed, unless a producer inserted the id anew.
     const bool producer_repeat = again.count(id) > 0;
     for (std::size_t i = 1; i < ds.size(); ++i) {
       ++r.duplicates;
       if (acks <= 1 || producer_repeat) ++r.explained_duplicates;
     }
-    if (acks > 1 && !producer_repeat) {
+    if (producer_repeat) continue;  // a new row: its counts and windows start again
+    if (acks > 1) {
       std::string where;
       for (const auto* d : ds) {
         if (d->acked) where += (where.empty() ? "" : ", ") + d->source;
       }
       r.unexplained.push_back(id + " (acked " + std::to_string(acks) + " times: " + where + ")");
     }
+    find_double_claims(id, ds, options, r.double_claims);
   }
   // Lost: committed by a producer and never handled. (A handled message that
   // is gone from the queue was acked by someone: only an ack deletes it. An
-  // ack whose log line a SIGKILL cut off is therefore not a loss; the
-  // supervisor checks separately that the queue ends empty.)
+  // ack whose log line a SIGKILL cut off is therefore not a loss;
+  // check_final_state and the suites check the table.)
   for (const auto& [id, p] : by_id) {
     if (!per_id.count(id)) r.lost.push_back(id);
   }
 
-  if (check_group_order) {
+  if (options.group_order) {
     std::map<std::string, std::int64_t> last_seq;
     std::set<std::string> seen;
     for (const auto* d : in_time) {
@@ -98,7 +186,39 @@ delivery_report check_deliveries(const std::vector<produced_record>& produced,
       it->second = std::max(it->second, p->second->seq);
     }
   }
+  if (options.strict_group_order) find_strict_order_violations(by_id, in_time, options, r.order_violations);
   return r;
+}
+
+void check_final_state(delivery_report& report, const std::vector<produced_record>& produced,
+                       const std::map<std::string, std::string>& states, const std::string& done_state,
+                       bool every_produced) {
+  std::set<std::string> want(report.acked.begin(), report.acked.end());
+  if (every_produced) {
+    for (const auto& p : produced) want.insert(p.id);
+  }
+  for (const auto& id : want) {
+    const auto it = states.find(id);
+    if (done_state.empty()) {
+      if (it != states.end()) report.final_state.push_back(id + " (acked, still stored: " + it->second + ")");
+    } else if (it == states.end()) {
+      report.final_state.push_back(id + " (no row; want " + done_state + ")");
+    } else if (it->second != done_state) {
+      report.final_state.push_back(id + " (" + it->second + "; want " + done_state + ")");
+    }
+  }
+}
+
+std::vector<produced_record> resequenced(const std::vector<produced_record>& produced,
+                                         const std::map<std::string, std::pair<std::string, std::int64_t>>& rank) {
+  std::vector<produced_record> out = produced;
+  for (auto& p : out) {
+    const auto it = rank.find(p.id);
+    if (it == rank.end()) continue;
+    p.group = it->second.first;
+    p.seq = it->second.second;
+  }
+  return out;
 }
 
 namespace {
@@ -144,15 +264,18 @@ void read_logs(const std::filesystem::path& dir, const std::string& prefix, std:
       std::int64_t a = 0, b = 0;
       if (f.size() == 4 && f[0] == "P" && to_int(f[3], a)) {
         produced.push_back({f[1], f[2], a});
-      } else if (f.size() == 4 && f[0] == "H" && to_int(f[2], a) && to_int(f[3], b)) {
+      } else if ((f.size() == 4 || f.size() == 6) && f[0] == "H" && to_int(f[2], a) && to_int(f[3], b)) {
+        delivery_record d{f[1], a, b, false, name};
+        if (f.size() == 6 && !(to_int(f[4], d.asked_ns) && to_int(f[5], d.window_ns))) continue;
         open[f[1]] = deliveries.size();
-        deliveries.push_back({f[1], a, b, false, name});
+        deliveries.push_back(std::move(d));
       } else if (f.size() == 2 && f[0] == "R") {
         if (republished != nullptr) republished->push_back(f[1]);
-      } else if (f.size() == 3 && f[0] == "A" && to_int(f[2], a)) {
+      } else if ((f.size() == 3 || f.size() == 4) && f[0] == "A" && to_int(f[2], a)) {
         const auto it = open.find(f[1]);
         if (it != open.end()) {
           deliveries[it->second].acked = true;
+          if (f.size() == 4 && to_int(f[3], b)) deliveries[it->second].ack_started_ns = b;
           open.erase(it);
         }
       }

@@ -331,4 +331,17 @@ rows sqlite_query(const std::string& path, const std::string& sql) {
   return out;
 }
 
+std::string sqlite_integrity(const std::string& path) {
+  try {
+    std::string out;
+    for (const auto& r : sqlite_query(path, "PRAGMA integrity_check")) {
+      if (!out.empty()) out += "; ";
+      out += r.empty() || !r[0] ? "(null)" : *r[0];
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 }  // namespace spool::test

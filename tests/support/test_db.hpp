@@ -67,4 +67,8 @@ class temp_dir {
 void sqlite_exec(const std::string& path, const std::string& sql);
 [[nodiscard]] rows sqlite_query(const std::string& path, const std::string& sql);
 
+// PRAGMA integrity_check of the database (file or "sqlite:" URI): "ok", or
+// its findings joined by "; ". An unreadable file is its error message.
+[[nodiscard]] std::string sqlite_integrity(const std::string& path);
+
 }  // namespace spool::test

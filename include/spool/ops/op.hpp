@@ -65,11 +65,21 @@ struct new_op {
   std::string dedup_key;  // empty: no coalescing (op-queue.md §6)
 };
 
+// What enqueue did with one op.
+enum class enqueue_status {
+  created,         // inserted now
+  deduplicated,    // not inserted: a pending op holds its dedup key (§6)
+  already_exists,  // not inserted: an op with the caller's id exists (a batch retried after
+                   // in_doubt or a producer's restart); enqueue_batch only, enqueue raises
+};
+
 struct enqueue_result {
   std::string id;        // the new op's id; with on_duplicate::return_existing
                          // the holder's id; empty for a batch item that
-                         // collided without return_existing
-  bool created = false;  // false: a pending op holds the dedup key
+                         // collided without return_existing; the caller's id
+                         // when status is already_exists
+  bool created = false;  // status == created
+  enqueue_status status = enqueue_status::deduplicated;
   friend bool operator==(const enqueue_result&, const enqueue_result&) = default;
 };
 

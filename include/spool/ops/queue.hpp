@@ -143,7 +143,11 @@ class queue {
   enqueue_result enqueue(sqlite::tx& tx, const new_op& o, const enqueue_options& options = {});
   // One result per input, in order, in one transaction. Atomic for validation
   // and database errors (the error names the item's index); dedup collisions
-  // are per item (created = false), the first item of the batch winning.
+  // are per item (deduplicated), the first item of the batch winning. An op
+  // whose caller id is already stored is per item too (already_exists, its
+  // id): a producer retrying a batch after in_doubt, or restarting after a
+  // crash, inserts only what is missing. An id repeated inside the batch is
+  // invalid_argument.
   std::vector<enqueue_result> enqueue_batch(const std::vector<new_op>& ops,
                                             const enqueue_options& options = {},
                                             const call_options& call = {});

@@ -4,10 +4,10 @@
 -- $8 dedup keys (NULL: none); $9 notify, $10 the channel.
 -- Item n gets enqueued_at = now() + (n − 1) µs, so a batch drains first-in
 -- first-out at equal priority; a delay is added to the database's now().
--- The contract is the conflict target: it names the partial unique index's
--- predicate, so an item whose key a pending op holds (also an earlier item of
--- this batch: rows are inserted in input order) is skipped, while an id that
--- is already taken still raises 23505 and writes nothing.
+-- No conflict target: an item whose key a pending op holds (also an earlier
+-- item of this batch: rows are inserted in input order) is skipped, and so is
+-- an item whose id is already taken (a retried or resumed batch). The caller
+-- tells the two apart by looking up the skipped ids (existing_ids.sql).
 -- The NOTIFY (one per distinct type made ready now) is part of the same
 -- statement, so it is sent only if the insert commits.
 WITH ins AS (
@@ -20,7 +20,7 @@ WITH ins AS (
   FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::bigint[], $8::text[])
        WITH ORDINALITY AS r(id, type, payload, priority, max_attempts, not_before, delay_us, dedup_key, n)
   ORDER BY r.n
-  ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status = 'pending' DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING o.id, o.type, o.not_before
 ), woken AS (
   SELECT pg_notify($10::text, d.type)
