@@ -17,6 +17,15 @@
 
 namespace spool::test {
 
+// The engine a parameterised CLI suite runs on.
+enum class engine_kind { sqlite, postgres };
+
+// The test-name suffix of an engine parameter (a ::testing::TestParamInfo).
+template <class Info>
+[[nodiscard]] std::string engine_test_name(const Info& info) {
+  return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
+}
+
 struct cli_result {
   int exit_code = -1;  // 128 + signal when the process was killed by one
   std::string out;

@@ -25,7 +25,7 @@ using spool::test::run_cli;
 using spool::test::run_cli_in;
 using spool::test::with;
 
-enum class engine_kind { sqlite, postgres };
+using spool::test::engine_kind;
 
 class cli_on_engine : public ::testing::TestWithParam<engine_kind> {
  protected:
@@ -276,12 +276,8 @@ TEST_P(cli_on_engine, PollVisibilityIsTheClaimsWindowAndTheDefaultIsThirtySecond
   EXPECT_LE(default_until, after + 30);
 }
 
-std::string engine_name(const ::testing::TestParamInfo<engine_kind>& info) {
-  return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
-}
-
 INSTANTIATE_TEST_SUITE_P(engines, cli_on_engine,
-                         ::testing::Values(engine_kind::sqlite, engine_kind::postgres), engine_name);
+                         ::testing::Values(engine_kind::sqlite, engine_kind::postgres), spool::test::engine_test_name<::testing::TestParamInfo<engine_kind>>);
 
 // ---- no database needed ----
 

@@ -19,7 +19,7 @@ using spool::test::expect_failure;
 using spool::test::expect_json;
 using spool::test::run_cli;
 
-enum class engine_kind { sqlite, postgres };
+using spool::test::engine_kind;
 
 class ops_cli : public ::testing::TestWithParam<engine_kind> {
  protected:
@@ -185,11 +185,7 @@ TEST_P(ops_cli, AConfiguredTableIsUsedByMigrateAndEveryOpsCommand) {
                  "spool: invalid_argument/invalid_identifier");
 }
 
-std::string engine_name(const ::testing::TestParamInfo<engine_kind>& info) {
-  return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
-}
-
-INSTANTIATE_TEST_SUITE_P(engines, ops_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres), engine_name);
+INSTANTIATE_TEST_SUITE_P(engines, ops_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres), spool::test::engine_test_name<::testing::TestParamInfo<engine_kind>>);
 
 // ---- no migrated database ----
 

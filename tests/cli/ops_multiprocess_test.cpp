@@ -38,7 +38,7 @@ using namespace std::chrono_literals;
 using spool::ops::op_status;
 using spool::test::cli_process;
 
-enum class engine_kind { postgres, sqlite };
+using spool::test::engine_kind;
 
 std::string millis(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
 

@@ -24,7 +24,7 @@ using spool::test::expect_json;
 using spool::test::run_cli;
 using spool::test::with;
 
-enum class engine_kind { sqlite, postgres };
+using spool::test::engine_kind;
 
 class outbox_cli : public ::testing::TestWithParam<engine_kind> {
  protected:

@@ -41,7 +41,7 @@ using nlohmann::json;
 using spool::test::cli_process;
 namespace outbox = spool::outbox;
 
-enum class engine_kind { postgres, sqlite };
+using spool::test::engine_kind;
 
 std::string claimer_path() {
   const char* p = std::getenv("SPOOL_OUTBOX_CLAIMER");

@@ -28,7 +28,7 @@ using spool::test::expect_failure;
 using spool::test::run_cli;
 using spool::test::with;
 
-enum class engine_kind { sqlite, postgres };
+using spool::test::engine_kind;
 
 template <class Pred>
 bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(60)) {

@@ -16,10 +16,26 @@
 #include "spool/database.hpp"
 #include "spool/error.hpp"
 #include "spool/migrate.hpp"
+#include "spool/pg.hpp"
+#include "spool/sqlite.hpp"
 #include "support/expect_error.hpp"
 #include "support/test_db.hpp"
 
 namespace spool::test {
+
+// Runs fn with a transaction of db's engine; commits when it returns.
+template <class Fn>
+void in_tx(database& db, Fn&& fn) {
+  if (db.kind() == engine::postgres) {
+    pg::tx tx(db);
+    fn(tx);
+    tx.commit();
+  } else {
+    sqlite::tx tx(db);
+    fn(tx);
+    tx.commit();
+  }
+}
 
 // Strings an attacker would try on anything that reaches SQL: quote breakers,
 // comment starters, placeholder spellings of both engines, escapes, a NUL

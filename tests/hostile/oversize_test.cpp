@@ -16,20 +16,6 @@ namespace {
 
 using oversize = hostile;
 
-// Runs fn with a transaction of the fixture's engine; commits when it returns.
-template <class Fn>
-void in_tx(database& db, Fn&& fn) {
-  if (db.kind() == engine::postgres) {
-    pg::tx tx(db);
-    fn(tx);
-    tx.commit();
-  } else {
-    sqlite::tx tx(db);
-    fn(tx);
-    tx.commit();
-  }
-}
-
 // A message whose wire JSON is exactly `bytes` long (poolCode padded).
 mq::message mq_sized(const std::string& id, std::size_t bytes) {
   mq::message m;

@@ -26,19 +26,6 @@ std::vector<std::string> invalid_utf8() {
           "\xf4\x90\x80\x80"};
 }
 
-template <class Fn>
-void in_tx(database& db, Fn&& fn) {
-  if (db.kind() == engine::postgres) {
-    pg::tx tx(db);
-    fn(tx);
-    tx.commit();
-  } else {
-    sqlite::tx tx(db);
-    fn(tx);
-    tx.commit();
-  }
-}
-
 TEST_P(bad_utf8, every_mq_message_string_with_invalid_utf8_is_invalid_argument_naming_the_field) {
   mq::queue_options o;
   o.name = "q";

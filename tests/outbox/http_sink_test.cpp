@@ -8,6 +8,7 @@
 
 #include "outbox_fixture.hpp"
 #include "spool/outbox/relay.hpp"
+#include "support/eventually.hpp"
 #include "spool/outbox/sink.hpp"
 #include "support/webhook_receiver.hpp"
 
@@ -17,16 +18,6 @@ namespace {
 using namespace spool::outbox;
 
 constexpr const char* secret = "s3cr3t-key";
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(60)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 class outbox_http_sink : public outbox_conformance {
  protected:

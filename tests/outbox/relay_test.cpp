@@ -2,6 +2,7 @@
 // halves of 29): one test per rule, named as the rule reads. No timing
 // assertions: waits are bounded and end on states and events.
 #include "spool/outbox/relay.hpp"
+#include "support/eventually.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -17,17 +18,6 @@ namespace spool::test {
 namespace {
 
 using namespace spool::outbox;
-
-// Polls pred until it holds or limit passes; the caller asserts the result.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(60)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 // A one-shot gate the test opens.
 class gate {

@@ -37,7 +37,7 @@ std::string delivery_report::summary() const {
 
 namespace {
 
-std::string ms(std::int64_t ns) { return std::to_string(ns / 1'000'000) + " ms"; }
+std::string as_ms(std::int64_t ns) { return std::to_string(ns / 1'000'000) + " ms"; }
 
 // Claims of one id in claim order (the count increases with every claim):
 // the same count twice is two claims that both believed themselves the
@@ -65,7 +65,7 @@ void find_double_claims(const std::string& id, const std::vector<const delivery_
     for (std::size_t j = i + 1; j < claims.size(); ++j) {
       if (claims[j]->at_ns + o.tolerance_ns < live_until) {
         out.push_back(id + " (count " + std::to_string(claims[j]->receive_count) + " by " + claims[j]->source +
-                      " handled " + ms(live_until - claims[j]->at_ns) + " before the window of count " +
+                      " handled " + as_ms(live_until - claims[j]->at_ns) + " before the window of count " +
                       std::to_string(first->receive_count) + " by " + first->source + " could end)");
         return;
       }
@@ -108,7 +108,7 @@ void find_strict_order_violations(const std::map<std::string, const produced_rec
     const auto [ack_sent, earlier_seq] = it->second;
     if (d->at_ns + o.tolerance_ns < ack_sent) {
       out.push_back(p->second->group + ": seq " + std::to_string(p->second->seq) + " handled by " + d->source + " " +
-                    ms(ack_sent - d->at_ns) + " before the ack of seq " + std::to_string(earlier_seq) +
+                    as_ms(ack_sent - d->at_ns) + " before the ack of seq " + std::to_string(earlier_seq) +
                     " was sent");
     }
   }
