@@ -1,11 +1,10 @@
 #include "app.hpp"
 
-#include "logging.hpp"
-
 #include <CLI/CLI.hpp>
 #include <ostream>
 #include <string_view>
 
+#include "logging.hpp"
 #include "spool/version.hpp"
 
 namespace spool::cli {
@@ -37,7 +36,8 @@ std::vector<std::string> prescan(const std::vector<std::string>& argv, cli_conte
       if (arg == "--log-level" && i + 1 >= argv.size()) throw usage_error{"--log-level requires a level"};
       ctx.log_level = arg == "--log-level" ? argv[++i] : std::string(arg.substr(12));
       if (!valid_log_level(ctx.log_level)) {
-        throw usage_error{"--log-level " + ctx.log_level + ": expected trace, debug, info, warn, error or off"};
+        throw usage_error{"--log-level " + ctx.log_level +
+                          ": expected trace, debug, info, warn, error or off"};
       }
     } else {
       rest.emplace_back(arg);
@@ -56,7 +56,8 @@ int usage_failure(std::ostream& err, std::string_view message) {
 std::unique_ptr<CLI::App> build_app(cli_context& ctx) {
   auto app = std::make_unique<CLI::App>("spool — durable message queues on PostgreSQL and SQLite", "spool");
   app->require_subcommand(1);
-  app->set_version_flag("--version", spool::version_line(), "Print the version and the source commit, then exit");
+  app->set_version_flag("--version", spool::version_line(),
+                        "Print the version and the source commit, then exit");
   app->footer(
       "Every command takes --db URI, --json and --log-level LEVEL anywhere on its line.\n"
       "Exit status: 0 success, 1 a Spool error (one line on stderr: spool: <errc>[/<reason>]: <message>), "

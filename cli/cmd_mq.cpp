@@ -46,14 +46,11 @@ struct mq_args {
   CLI::Option* group_opt = nullptr;
 };
 
-spool::error invalid(const std::string& message) {
-  return spool::error(spool::errc::invalid_argument, message);
-}
-
 // Returned as a prvalue: a queue can be neither copied nor moved.
 spool::mq::queue make_queue(const cli_context& ctx, const mq_args& a, std::chrono::seconds visibility = 0s) {
-  return spool::mq::queue(open_database(ctx),
-                          {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
+  return spool::mq::queue(
+      open_database(ctx),
+      {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
 }
 
 std::chrono::seconds optional_seconds(const std::string& text, std::string_view flag) {
@@ -249,10 +246,12 @@ void run_redrive(cli_context& ctx, const mq_args& a) {
     return;
   }
   const char* verb = a.dry_run ? "would redrive" : "redriven";
-  emit_line(ctx, fmt::format("{} {}, conflicts {}{}", verb, r.redriven.size(), r.conflicts.size(),
-                             r.missing.empty() ? "" : fmt::format(", not in quarantine {}", r.missing.size())));
+  emit_line(ctx,
+            fmt::format("{} {}, conflicts {}{}", verb, r.redriven.size(), r.conflicts.size(),
+                        r.missing.empty() ? "" : fmt::format(", not in quarantine {}", r.missing.size())));
   for (const auto& id : r.redriven) emit_line(ctx, fmt::format("  {} {}", verb, id));
-  for (const auto& id : r.conflicts) emit_line(ctx, fmt::format("  conflict (a live row has this id) {}", id));
+  for (const auto& id : r.conflicts)
+    emit_line(ctx, fmt::format("  conflict (a live row has this id) {}", id));
   for (const auto& id : r.missing) emit_line(ctx, fmt::format("  not in quarantine {}", id));
 }
 
@@ -290,8 +289,8 @@ void on_parsed(CLI::App* sub, cli_context& ctx, const std::shared_ptr<mq_args>& 
 
 void add_mq_command(CLI::App& app, cli_context& ctx) {
   auto a = std::make_shared<mq_args>();
-  auto* mq =
-      app.add_subcommand("mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed, redrive, work");
+  auto* mq = app.add_subcommand(
+      "mq", "Message queue: publish, poll, ack, nack, defer, extend, metrics, failed, redrive, work");
   mq->require_subcommand(1);
   add_connection_options(*mq, ctx);
   const char* duration_help = "a bare integer is seconds; ms, s, m, h, d suffixes accepted";
@@ -363,7 +362,8 @@ void add_mq_command(CLI::App& app, cli_context& ctx) {
 
   auto* redrive = add_leaf(
       *mq, ctx, *a, "redrive",
-      "Move quarantined messages back to the tail of the queue in one transaction, audited in spool_mq_redrive_log",
+      "Move quarantined messages back to the tail of the queue in one transaction, audited in "
+      "spool_mq_redrive_log",
       "{\"redriven\":[…],\"conflicts\":[…]} (conflicts: a live row has that id; kept in quarantine)");
   redrive->add_option("--id", a->ids, "Redrive only these ids (repeatable) [default: every quarantined row]");
   redrive->add_flag("--all", a->all, "Redrive every quarantined row of the queue (the default without --id)");

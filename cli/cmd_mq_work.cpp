@@ -28,7 +28,6 @@ struct work_args {
 };
 
 // A scrape's database reads give up after this, so a slow database cannot pile up scrapes.
-constexpr std::chrono::seconds backlog_budget{2};
 
 void run_work(cli_context& ctx, const work_args& a) {
   signal_scope signals;

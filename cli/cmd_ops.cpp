@@ -38,8 +38,6 @@ struct ops_args {
   CLI::Option* payload_opt = nullptr;
 };
 
-spool::error invalid(const std::string& message) { return spool::error(spool::errc::invalid_argument, message); }
-
 // Connects and checks the schema (op-queue.md §4.1).
 spool::ops::queue open_queue(const cli_context& ctx, const ops_args& a) {
   spool::ops::queue_options options;
@@ -69,9 +67,9 @@ nlohmann::json read_payload(const ops_args& a) {
 ojson op_json(const spool::ops::op& o) {
   const nlohmann::json j = spool::ops::to_json(o);
   ojson out;
-  for (const char* key : {"id", "type", "payload", "status", "priority", "attempts", "max_attempts", "last_error",
-                          "enqueued_at", "started_at", "finished_at", "not_before", "dedup_key", "lease_owner",
-                          "heartbeat_at", "defect"}) {
+  for (const char* key : {"id", "type", "payload", "status", "priority", "attempts", "max_attempts",
+                          "last_error", "enqueued_at", "started_at", "finished_at", "not_before", "dedup_key",
+                          "lease_owner", "heartbeat_at", "defect"}) {
     if (auto it = j.find(key); it != j.end()) out[key] = ojson::parse(it->dump());
   }
   return out;
@@ -86,8 +84,9 @@ void print_op(cli_context& ctx, const spool::ops::op& o) {
     emit_json(ctx, op_json(o));
     return;
   }
-  const std::string status = o.status == spool::ops::op_status::unknown ? o.status_text
-                                                                        : std::string(spool::ops::to_string(o.status));
+  const std::string status = o.status == spool::ops::op_status::unknown
+                                 ? o.status_text
+                                 : std::string(spool::ops::to_string(o.status));
   emit_line(ctx, fmt::format("id            {}", o.id));
   emit_line(ctx, fmt::format("type          {}", o.type));
   emit_line(ctx, fmt::format("status        {}", status));
@@ -102,7 +101,8 @@ void print_op(cli_context& ctx, const spool::ops::op& o) {
   if (o.heartbeat_at) emit_line(ctx, fmt::format("heartbeat_at  {}", opt_time(o.heartbeat_at)));
   if (!o.last_error.empty()) emit_line(ctx, fmt::format("last_error    {}", o.last_error));
   if (o.defect) emit_line(ctx, fmt::format("defect        {}", *o.defect));
-  emit_line(ctx, fmt::format("payload       {}", o.payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  emit_line(ctx, fmt::format("payload       {}",
+                             o.payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 void run_enqueue(cli_context& ctx, const ops_args& a) {
@@ -123,7 +123,8 @@ void run_enqueue(cli_context& ctx, const ops_args& a) {
   if (ctx.json) {
     emit_json(ctx, ojson{{"id", r.id}, {"created", r.created}});
   } else {
-    emit_line(ctx, fmt::format("{} {}", r.created ? "enqueued" : "already pending with this dedup key:", r.id));
+    emit_line(ctx,
+              fmt::format("{} {}", r.created ? "enqueued" : "already pending with this dedup key:", r.id));
   }
 }
 
@@ -140,10 +141,12 @@ void run_list(cli_context& ctx, const ops_args& a) {
   }
   emit_line(ctx, fmt::format("{} op(s) match; showing {}", page.total, page.ops.size()));
   for (const auto& o : page.ops) {
-    emit_line(ctx, fmt::format("{}  {:<9}  {}  priority {}  attempts {}/{}  enqueued {}", o.id,
-                               o.status == spool::ops::op_status::unknown ? o.status_text
-                                                                          : std::string(spool::ops::to_string(o.status)),
-                               o.type, o.priority, o.attempts, o.max_attempts, spool::ops::format_time(o.enqueued_at)));
+    emit_line(
+        ctx,
+        fmt::format("{}  {:<9}  {}  priority {}  attempts {}/{}  enqueued {}", o.id,
+                    o.status == spool::ops::op_status::unknown ? o.status_text
+                                                               : std::string(spool::ops::to_string(o.status)),
+                    o.type, o.priority, o.attempts, o.max_attempts, spool::ops::format_time(o.enqueued_at)));
   }
 }
 
@@ -162,8 +165,8 @@ void run_stats(cli_context& ctx, const ops_args& a) {
                          {"done_24h", s.done_24h},
                          {"cancelled", s.cancelled}});
   } else {
-    emit_line(ctx, fmt::format("pending {}  running {}  failed {}  done_24h {}  cancelled {}", s.pending, s.running,
-                               s.failed, s.done_24h, s.cancelled));
+    emit_line(ctx, fmt::format("pending {}  running {}  failed {}  done_24h {}  cancelled {}", s.pending,
+                               s.running, s.failed, s.done_24h, s.cancelled));
   }
 }
 
@@ -173,7 +176,8 @@ void run_recover(cli_context& ctx, const ops_args& a) {
   if (ctx.json) {
     emit_json(ctx, ojson{{"recovered", n}});
   } else {
-    emit_line(ctx, fmt::format("recovered {} running op(s) started more than {}s ago", n, older_than.count()));
+    emit_line(ctx,
+              fmt::format("recovered {} running op(s) started more than {}s ago", n, older_than.count()));
   }
 }
 
@@ -192,7 +196,8 @@ CLI::App* add_leaf(CLI::App& ops, cli_context& ctx, ops_args& a, const char* nam
   auto* sub = ops.add_subcommand(name, description);
   sub->footer(fmt::format("--json prints {}", json_shape));
   sub->add_option("--schema", a.schema, "PostgreSQL schema of the op table [default: current_schema()]");
-  sub->add_option("--ops-table", a.table, "The op table (at most 41 bytes of [a-z0-9_])")->capture_default_str();
+  sub->add_option("--ops-table", a.table, "The op table (at most 41 bytes of [a-z0-9_])")
+      ->capture_default_str();
   add_connection_options(*sub, ctx);
   return sub;
 }
@@ -203,36 +208,42 @@ void on_parsed(CLI::App* sub, cli_context& ctx, const std::shared_ptr<ops_args>&
 }
 
 const char* op_shape =
-    "the op: {\"id\",\"type\",\"payload\",\"status\",\"priority\",\"attempts\",\"max_attempts\",\"enqueued_at\", …} "
-    "(last_error, started_at, finished_at, not_before, dedup_key, lease_owner, heartbeat_at, defect when present; "
+    "the op: "
+    "{\"id\",\"type\",\"payload\",\"status\",\"priority\",\"attempts\",\"max_attempts\",\"enqueued_at\", …} "
+    "(last_error, started_at, finished_at, not_before, dedup_key, lease_owner, heartbeat_at, defect when "
+    "present; "
     "times RFC 3339 UTC)";
 
 }  // namespace
 
 void add_ops_command(CLI::App& app, cli_context& ctx) {
   auto a = std::make_shared<ops_args>();
-  auto* ops = app.add_subcommand("ops", "Op queue: enqueue, get, list, cancel, retry, stats, recover, repair-times, work");
+  auto* ops = app.add_subcommand(
+      "ops", "Op queue: enqueue, get, list, cancel, retry, stats, recover, repair-times, work");
   ops->require_subcommand(1);
   add_connection_options(*ops, ctx);
   const char* duration_help = "a bare integer is seconds; ms, s, m, h, d suffixes accepted";
 
-  auto* enqueue = add_leaf(*ops, ctx, *a, "enqueue",
-                           "Enqueue one op; its payload (a JSON object) comes from --payload or stdin (empty: {})",
-                           "{\"id\":…,\"created\":true} (created is false with --return-existing when a pending op "
-                           "holds the dedup key)");
+  auto* enqueue =
+      add_leaf(*ops, ctx, *a, "enqueue",
+               "Enqueue one op; its payload (a JSON object) comes from --payload or stdin (empty: {})",
+               "{\"id\":…,\"created\":true} (created is false with --return-existing when a pending op "
+               "holds the dedup key)");
   enqueue->add_option("--type", a->type, "The op type (1-255 bytes)")->required();
   enqueue->add_option("--id", a->id, "The op id [default: 32 random hex characters]");
   enqueue->add_option("--priority", a->priority, "Higher runs first")->capture_default_str();
   enqueue->add_option("--max-attempts", a->max_attempts, "Retry budget; 0 means 3")->capture_default_str();
   auto* nb = enqueue->add_option("--not-before", a->not_before,
                                  "Earliest run time, RFC 3339 with any offset (2024-05-01T12:00:00Z)");
-  auto* delay = enqueue->add_option("--delay", a->delay,
-                                    fmt::format("Earliest run time as a delay on the database clock ({})", duration_help));
+  auto* delay = enqueue->add_option(
+      "--delay", a->delay,
+      fmt::format("Earliest run time as a delay on the database clock ({})", duration_help));
   nb->excludes(delay);
   enqueue->add_option("--dedup-key", a->dedup_key, "Coalescing key: refused while a pending op holds it");
   enqueue->add_flag("--return-existing", a->return_existing,
                     "With a held dedup key, print the holder's id (created false) instead of failing");
-  a->payload_opt = enqueue->add_option("--payload", a->payload, "The payload, a JSON object [default: stdin]");
+  a->payload_opt =
+      enqueue->add_option("--payload", a->payload, "The payload, a JSON object [default: stdin]");
   add_notify_option(*enqueue, ctx);
   on_parsed(enqueue, ctx, a, run_enqueue);
 
@@ -242,12 +253,14 @@ void add_ops_command(CLI::App& app, cli_context& ctx) {
 
   auto* list = add_leaf(*ops, ctx, *a, "list", "List ops, newest first (enqueued_at, then id, descending)",
                         "{\"ops\":[…],\"total\":N} (total counts every op matching --status)");
-  list->add_option("--status", a->status, "Only ops in this status (pending, running, done, failed, cancelled)");
+  list->add_option("--status", a->status,
+                   "Only ops in this status (pending, running, done, failed, cancelled)");
   list->add_option("--limit", a->limit, "At most this many ops (1-500; 0 means 100)")->capture_default_str();
   list->add_option("--offset", a->offset, "Skip this many ops")->capture_default_str();
   on_parsed(list, ctx, a, run_list);
 
-  auto* cancel = add_leaf(*ops, ctx, *a, "cancel", "Cancel a pending op (running ops cannot be cancelled)", op_shape);
+  auto* cancel =
+      add_leaf(*ops, ctx, *a, "cancel", "Cancel a pending op (running ops cannot be cancelled)", op_shape);
   cancel->add_option("id", a->id, "The op id")->required();
   on_parsed(cancel, ctx, a, run_cancel);
 
@@ -260,19 +273,23 @@ void add_ops_command(CLI::App& app, cli_context& ctx) {
                          "{\"pending\":…,\"running\":…,\"failed\":…,\"done_24h\":…,\"cancelled\":…}");
   on_parsed(stats, ctx, a, run_stats);
 
-  auto* recover = add_leaf(
-      *ops, ctx, *a, "recover",
-      "Requeue every running op started more than --older-than ago, heartbeats ignored. On a shared table this "
-      "takes ops from live workers on other nodes, whose outcomes are then refused (lease_lost)",
-      "{\"recovered\":N}");
-  recover->add_option("--older-than", a->older_than, fmt::format("Started at least this long ago ({})", duration_help))
+  auto* recover =
+      add_leaf(*ops, ctx, *a, "recover",
+               "Requeue every running op started more than --older-than ago, heartbeats ignored. On a shared "
+               "table this "
+               "takes ops from live workers on other nodes, whose outcomes are then refused (lease_lost)",
+               "{\"recovered\":N}");
+  recover
+      ->add_option("--older-than", a->older_than,
+                   fmt::format("Started at least this long ago ({})", duration_help))
       ->required();
   on_parsed(recover, ctx, a, run_recover);
 
-  auto* repair = add_leaf(*ops, ctx, *a, "repair-times",
-                          "SQLite: rewrite every stored time that is not canonical UTC text (as migration ops/3 "
-                          "does); PostgreSQL: nothing to do",
-                          "{\"repaired\":N}");
+  auto* repair =
+      add_leaf(*ops, ctx, *a, "repair-times",
+               "SQLite: rewrite every stored time that is not canonical UTC text (as migration ops/3 "
+               "does); PostgreSQL: nothing to do",
+               "{\"repaired\":N}");
   on_parsed(repair, ctx, a, run_repair_times);
 
   add_ops_work_command(*ops, ctx);  // cmd_ops_work.cpp

@@ -36,7 +36,6 @@ struct ops_work_args {
 };
 
 // A scrape's database reads give up after this, so a slow database cannot pile up scrapes.
-constexpr std::chrono::seconds backlog_budget{2};
 
 void set_duration(const std::string& text, const char* flag, std::chrono::milliseconds& out) {
   if (!text.empty()) out = parse_duration(text, flag);

@@ -34,10 +34,6 @@ struct relay_args {
   std::string metrics_addr;  // --metrics-addr (operability block in run_relay)
 };
 
-[[noreturn]] void usage(const std::string& message) {
-  throw spool::error(spool::errc::invalid_argument, message, "invalid_config");
-}
-
 // Splits CMD into words by shell rules: blanks separate words; '…' is literal;
 // "…" keeps blanks and honours \" \\ \$ \`; a backslash outside quotes escapes
 // the next character. Nothing is expanded. Errors: an unterminated quote.
@@ -119,7 +115,6 @@ std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::d
 }
 
 // A scrape's database reads give up after this, so a slow database cannot pile up scrapes.
-constexpr std::chrono::seconds backlog_budget{2};
 
 // /healthz: healthy while the relay runs and its last store call succeeded.
 // An open breaker (the sink is down) is reported but is not unhealthy:

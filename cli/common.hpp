@@ -25,6 +25,20 @@ using ojson = nlohmann::ordered_json;
 
 inline constexpr std::string_view default_db_uri = "sqlite:spool.db";
 
+// How long a /metrics scrape or /healthz of a long-running command waits for
+// the database's backlog counts.
+inline constexpr std::chrono::seconds backlog_budget{2};
+
+// error(invalid_argument) with message: a flag's value the library would refuse.
+[[nodiscard]] inline spool::error invalid(const std::string& message) {
+  return spool::error(spool::errc::invalid_argument, message);
+}
+
+// Throws error(invalid_argument, invalid_config): a flag or a sink spec that does not make sense.
+[[noreturn]] inline void usage(const std::string& message) {
+  throw spool::error(spool::errc::invalid_argument, message, "invalid_config");
+}
+
 struct cli_context {
   std::string db_uri{default_db_uri};
   bool json = false;

@@ -17,10 +17,6 @@ namespace spool::cli {
 
 namespace {
 
-[[noreturn]] void usage(const std::string& message) {
-  throw spool::error(spool::errc::invalid_argument, message, "invalid_config");
-}
-
 std::string trim(std::string s) {
   const auto blank = [](char c) { return c == ' ' || c == '\t'; };
   while (!s.empty() && blank(s.back())) s.pop_back();

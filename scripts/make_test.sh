@@ -24,7 +24,8 @@ rm -f -- "$stages"
 rm -rf -- "$logs"
 mkdir -p -- "$logs"
 
-report() { scripts/timed.sh --report "$stages"; }
+started=$(date +%s)
+report() { scripts/timed.sh --report "$stages" "$(($(date +%s) - started))"; }
 failed() {
   echo "make test: FAILED at: $1" >&2
   report

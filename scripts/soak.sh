@@ -2,8 +2,8 @@
 # soak.sh BUILD_DIR RUNS — the crash and fault suites (chaos_postgres, chaos_sqlite, faults_tests)
 # RUNS times in a row in BUILD_DIR, each run with fresh random seeds (SPOOL_CHAOS_SEED is unset).
 # Every run's full output goes to BUILD_DIR/soak/run-N.log; BUILD_DIR/soak/summary.txt gets one line
-# per run with its verdict and the seed of each chaos test (replay one with SPOOL_CHAOS_SEED=<seed>
-# and --gtest_filter=<test>). Exits non-zero unless every run was green. `make soak` runs it.
+# per run with its verdict and the seed of each chaos and fault test (replay one with
+# SPOOL_CHAOS_SEED=<seed> or SPOOL_TEST_FAULTS_SEED=<seed> and --gtest_filter=<test>). Exits non-zero unless every run was green. `make soak` runs it.
 set -uo pipefail
 
 build=${1:?usage: soak.sh BUILD_DIR RUNS}
@@ -12,7 +12,7 @@ out=$build/soak
 rm -rf -- "$out"
 mkdir -p -- "$out"
 summary=$out/summary.txt
-unset SPOOL_CHAOS_SEED
+unset SPOOL_CHAOS_SEED SPOOL_TEST_FAULTS_SEED
 
 green=0
 for ((i = 1; i <= runs; i++)); do
@@ -24,7 +24,10 @@ for ((i = 1; i <= runs; i++)); do
   else
     verdict=RED
   fi
-  seeds=$(grep -o 'chaos seed [0-9]* for [^ ]*' "$log" | awk '{ print $5 "=" $3 }' | sort | paste -sd' ' -)
+  seeds=$({
+    grep -o 'chaos seed [0-9]* for [^ ]*' "$log" | awk '{ print $5 "=" $3 }'
+    grep -o '\[faults\] [a-z_ ()]* seed [0-9]*' "$log" | sed -E 's/\[faults\] (.*) seed ([0-9]+)/faults:\1=\2/; s/ /_/g'
+  } | sort | paste -sd' ' -)
   line="run $i/$runs: $verdict in $(($(date +%s) - start)) s; seeds: ${seeds:-none printed}"
   echo "$line" | tee -a "$summary"
   [[ $verdict == green ]] || grep -E 'Failure|FAILED|lost|violation' "$log" | head -20 | sed 's/^/    /' | tee -a "$summary"

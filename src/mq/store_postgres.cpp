@@ -9,6 +9,7 @@
 
 #include "common/embedded_sql.hpp"
 #include "common/identifier.hpp"
+#include "common/row_values.hpp"
 #include "engine/database_impl.hpp"
 #include "mq/store.hpp"
 #include "spool/error.hpp"
@@ -29,10 +30,8 @@ std::string render_sql(std::string_view path, const std::string& schema) {
 
 namespace {
 
-std::int64_t to_i64(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
-std::optional<std::int64_t> to_opt_i64(const std::optional<std::string>& s) {
-  return s ? std::optional<std::int64_t>(std::stoll(*s)) : std::nullopt;
-}
+using spool::detail::to_i64;
+using spool::detail::to_opt_i64;
 
 class postgres_store final : public store {
  public:

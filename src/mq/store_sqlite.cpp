@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/embedded_sql.hpp"
+#include "common/row_values.hpp"
 #include "engine/database_impl.hpp"
 #include "mq/store.hpp"
 #include "spool/error.hpp"
@@ -19,11 +20,11 @@ std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-std::int64_t to_i64(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
-std::optional<std::int64_t> to_opt_i64(const std::optional<std::string>& s) {
-  return s ? std::optional<std::int64_t>(std::stoll(*s)) : std::nullopt;
+using spool::detail::to_i64;
+using spool::detail::to_opt_i64;
+std::string_view q(const char* name) {
+  return spool::detail::embedded_sql(fmt::format("sqlite/mq/queries/{}.sql", name));
 }
-std::string_view q(const char* name) { return spool::detail::embedded_sql(fmt::format("sqlite/mq/queries/{}.sql", name)); }
 
 using sqlite::detail::immediate_tx;
 
@@ -31,8 +32,8 @@ class sqlite_store final : public store {
  public:
   explicit sqlite_store(spool::detail::database_impl& db) : db_(db) {
     for (const char* name : {"claim", "quarantine_insert", "quarantine_delete", "ack", "release", "extend",
-                             "publish", "metrics", "failed", "check_tables", "redrive_candidates", "redrive_move",
-                             "redrive_audit", "redrive_delete"}) {
+                             "publish", "metrics", "failed", "check_tables", "redrive_candidates",
+                             "redrive_move", "redrive_audit", "redrive_delete"}) {
       sql_.emplace(name, q(name));
     }
   }
@@ -53,8 +54,8 @@ class sqlite_store final : public store {
                                  std::int64_t visibility_s, bool strict, const call_options& c) override {
     auto conn = db_.sqlite_pool().acquire(c);
     immediate_tx tx(*conn);
-    const auto rows = conn->query(sql_.at("claim"), {queue, poll_uuid, static_cast<std::int64_t>(max), visibility_s,
-                                                     std::int64_t{strict ? 1 : 0}, now_s()});
+    const auto rows = conn->query(sql_.at("claim"), {queue, poll_uuid, static_cast<std::int64_t>(max),
+                                                     visibility_s, std::int64_t{strict ? 1 : 0}, now_s()});
     tx.commit();
     std::vector<claimed_row> out;
     out.reserve(rows.size());
@@ -73,7 +74,8 @@ class sqlite_store final : public store {
     return moved;
   }
 
-  bool ack(const std::string& queue, const std::string& id, const std::string& receipt, const call_options& c) override {
+  bool ack(const std::string& queue, const std::string& id, const std::string& receipt,
+           const call_options& c) override {
     return run_affecting("ack", {queue, id, receipt}, c);
   }
   bool release(const std::string& queue, const std::string& id, const std::string& receipt,
@@ -98,7 +100,8 @@ class sqlite_store final : public store {
     return out;
   }
 
-  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s, const call_options& c) override {
+  std::vector<bool> insert(const std::vector<encoded_row>& rows, std::int64_t delay_s,
+                           const call_options& c) override {
     auto conn = db_.sqlite_pool().acquire(c);
     immediate_tx tx(*conn);
     auto out = sqlite_insert(*conn, rows, delay_s, c);
@@ -114,13 +117,15 @@ class sqlite_store final : public store {
     return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3])};
   }
 
-  std::vector<failed_message> failed(const std::string& queue, std::size_t limit, const call_options& c) override {
+  std::vector<failed_message> failed(const std::string& queue, std::size_t limit,
+                                     const call_options& c) override {
     auto conn = db_.sqlite_pool().acquire(c);
     const auto rows = conn->query(sql_.at("failed"), {queue, static_cast<std::int64_t>(limit)}, c);
     std::vector<failed_message> out;
     out.reserve(rows.size());
     for (const auto& r : rows) {
-      out.push_back({*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
+      out.push_back(
+          {*r[0], r[1], *r[2], r[3].value_or(""), to_opt_i64(r[4]), to_opt_i64(r[5]), to_i64(r[6])});
     }
     return out;
   }
@@ -135,7 +140,8 @@ class sqlite_store final : public store {
     }
   }
 
-  std::vector<std::pair<std::string, bool>> redrive(const std::string& queue, const std::vector<std::string>& ids,
+  std::vector<std::pair<std::string, bool>> redrive(const std::string& queue,
+                                                    const std::vector<std::string>& ids,
                                                     const std::string& actor, const std::string& reason,
                                                     bool dry_run, const call_options& c) override {
     auto conn = db_.sqlite_pool().acquire(c);
@@ -182,12 +188,15 @@ std::vector<bool> sqlite_insert(sqlite::detail::connection& conn, const std::vec
   std::vector<bool> out(rows.size(), false);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    conn.query(sql, {*r.queue_name, r.id, r.group ? param(*r.group) : param(nullptr), r.payload, delay_s, now}, c);
+    conn.query(sql,
+               {*r.queue_name, r.id, r.group ? param(*r.group) : param(nullptr), r.payload, delay_s, now}, c);
     out[i] = conn.changes() > 0;
   }
   return out;
 }
 
-std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db) { return std::make_unique<sqlite_store>(db); }
+std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db) {
+  return std::make_unique<sqlite_store>(db);
+}
 
 }  // namespace spool::mq::detail

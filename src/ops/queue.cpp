@@ -164,8 +164,8 @@ struct queue::impl {
             // One op: the caller's call is wrong. In a batch: a retried or
             // resumed batch, whose earlier attempt stored this item.
             if (single) {
-              throw error(errc::already_exists, fmt::format("an op with id \"{}\" already exists", items[k].id),
-                          "already_exists");
+              throw error(errc::already_exists,
+                          fmt::format("an op with id \"{}\" already exists", items[k].id), "already_exists");
             }
             out[index[k]] = {items[k].id, false, enqueue_status::already_exists};
             break;

@@ -93,7 +93,8 @@ class store {
   // Inserts in one auto-committed transaction, what it can: per item the
   // outcome (a stored id or a held key skips that item only). Errors:
   // database errors.
-  virtual std::vector<insert_outcome> insert(const std::vector<insert_item>& items, const call_options& call) = 0;
+  virtual std::vector<insert_outcome> insert(const std::vector<insert_item>& items,
+                                             const call_options& call) = 0;
   // The pending holder of each key (nullopt when none holds it now).
   virtual std::vector<std::optional<std::string>> holders(const std::vector<std::string>& keys,
                                                           const call_options& call) = 0;
@@ -156,13 +157,13 @@ std::unique_ptr<store> make_sqlite_store(spool::detail::pool<sqlite::detail::con
 // Inserts on a caller's connection inside its open transaction; never
 // commits. Per item: the outcome, as store::insert.
 std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const store_config& config,
-                                  const std::vector<insert_item>& items, const call_options& call);
+                                            const std::vector<insert_item>& items, const call_options& call);
 std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn,
                                                          const store_config& config,
                                                          const std::vector<std::string>& keys,
                                                          const call_options& call);
 std::vector<insert_outcome> sqlite_insert(sqlite::detail::connection& conn, const store_config& config,
-                                const std::vector<insert_item>& items, const call_options& call);
+                                          const std::vector<insert_item>& items, const call_options& call);
 std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connection& conn,
                                                        const store_config& config,
                                                        const std::vector<std::string>& keys,

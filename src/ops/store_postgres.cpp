@@ -9,6 +9,7 @@
 
 #include "common/embedded_sql.hpp"
 #include "common/identifier.hpp"
+#include "common/row_values.hpp"
 #include "engine/database_impl.hpp"
 #include "migrate/migration_files.hpp"
 #include "ops/store.hpp"
@@ -43,8 +44,8 @@ std::string text_array(const std::vector<std::optional<std::string>>& values) {
 }
 
 param boolean(bool b) { return std::string(b ? "true" : "false"); }
-param opt_text(const std::optional<std::string>& s) { return s ? param(*s) : param(nullptr); }
-std::int64_t to_i64(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
+using spool::detail::opt_text;
+using spool::detail::to_i64;
 
 bool is_unique_violation(const error& e) {
   return e.code() == errc::database_error && e.sqlstate() == "23505";
@@ -180,13 +181,13 @@ class postgres_store final : public store {
     check_ledger(*conn, qualified, call);
   }
 
-  std::vector<insert_outcome> insert(const std::vector<insert_item>& items, const call_options& call) override {
+  std::vector<insert_outcome> insert(const std::vector<insert_item>& items,
+                                     const call_options& call) override {
     auto conn = db_.pg_pool().acquire(call);
     auto out = postgres_insert(*conn, config_, items, call);
     db_.wake().raise();
     return out;
   }
-
 
   std::vector<std::optional<std::string>> holders(const std::vector<std::string>& keys,
                                                   const call_options& call) override {
@@ -460,7 +461,8 @@ std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const 
   // in the same transaction to tell the two apart, without reading error text.
   const auto params = insert_params(config, items);
   const auto inserted = conn.query(ops_sql(engine::postgres, "enqueue", config), params, intent::write, call);
-  if (inserted.size() == items.size()) return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
+  if (inserted.size() == items.size())
+    return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
   std::vector<std::string> skipped;
   {
     std::unordered_map<std::string, bool> fresh;
@@ -469,8 +471,8 @@ std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const 
       if (fresh.count(it.id) == 0) skipped.push_back(it.id);
     }
   }
-  const auto taken =
-      conn.query(ops_sql(engine::postgres, "existing_ids", config), {text_array(skipped)}, intent::read, call);
+  const auto taken = conn.query(ops_sql(engine::postgres, "existing_ids", config), {text_array(skipped)},
+                                intent::read, call);
   return outcomes(items, inserted, taken);
 }
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/embedded_sql.hpp"
+#include "common/row_values.hpp"
 #include "engine/database_impl.hpp"
 #include "migrate/migration_files.hpp"
 #include "ops/store.hpp"
@@ -22,8 +23,8 @@ namespace {
 
 using sqlite::detail::immediate_tx;
 
-std::int64_t to_i64(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
-param opt_text(const std::optional<std::string>& s) { return s ? param(*s) : param(nullptr); }
+using spool::detail::opt_text;
+using spool::detail::to_i64;
 
 std::string json_array(const std::vector<std::string>& values) { return nlohmann::json(values).dump(); }
 
@@ -95,7 +96,8 @@ class sqlite_store final : public store {
     }
   }
 
-  std::vector<insert_outcome> insert(const std::vector<insert_item>& items, const call_options& call) override {
+  std::vector<insert_outcome> insert(const std::vector<insert_item>& items,
+                                     const call_options& call) override {
     auto conn = pool_.acquire(call);
     immediate_tx tx(*conn);
     auto out = sqlite_insert(*conn, config_, items, call);

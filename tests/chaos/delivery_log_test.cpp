@@ -14,8 +14,9 @@ namespace {
 std::vector<produced_record> three_in_one_group() { return {{"m0", "g", 0}, {"m1", "g", 1}, {"m2", "g", 2}}; }
 
 TEST(delivery_log_checker, a_clean_run_is_ok) {
-  const auto r = check_deliveries(three_in_one_group(),
-                                  {{"m0", 1, 10, true, "c"}, {"m1", 1, 20, true, "c"}, {"m2", 1, 30, true, "c"}}, {.group_order = true});
+  const auto r = check_deliveries(
+      three_in_one_group(), {{"m0", 1, 10, true, "c"}, {"m1", 1, 20, true, "c"}, {"m2", 1, 30, true, "c"}},
+      {.group_order = true});
   EXPECT_TRUE(r.ok()) << r.summary();
   EXPECT_EQ(r.produced, 3);
   EXPECT_EQ(r.acked_ids, 3);
@@ -31,7 +32,9 @@ TEST(delivery_log_checker, a_message_never_handled_is_lost) {
 
 TEST(delivery_log_checker, a_redelivery_after_an_unacked_delivery_is_an_explained_duplicate) {
   const auto r = check_deliveries(three_in_one_group(),
-                                  {{"m0", 1, 10, false, "killed"}, {"m0", 2, 15, true, "c"}, {"m1", 1, 20, true, "c"},
+                                  {{"m0", 1, 10, false, "killed"},
+                                   {"m0", 2, 15, true, "c"},
+                                   {"m1", 1, 20, true, "c"},
                                    {"m2", 1, 30, true, "c"}},
                                   {.group_order = true});
   EXPECT_TRUE(r.ok()) << r.summary();
@@ -43,7 +46,9 @@ TEST(delivery_log_checker, a_stale_holder_handling_after_the_new_holder_acked_is
   // c0 claimed m0, stalled past its window; c1 claimed, handled and acked it;
   // then c0 got round to handling it (its ack fails: no A line).
   const auto r = check_deliveries(three_in_one_group(),
-                                  {{"m0", 2, 10, true, "c1"}, {"m0", 1, 15, false, "c0"}, {"m1", 1, 20, true, "c"},
+                                  {{"m0", 2, 10, true, "c1"},
+                                   {"m0", 1, 15, false, "c0"},
+                                   {"m1", 1, 20, true, "c"},
                                    {"m2", 1, 30, true, "c"}},
                                   {.group_order = true});
   EXPECT_TRUE(r.ok()) << r.summary();
@@ -53,8 +58,8 @@ TEST(delivery_log_checker, a_stale_holder_handling_after_the_new_holder_acked_is
 TEST(delivery_log_checker, an_id_a_restarted_producer_published_again_may_be_acked_twice) {
   // The producer died between commit and log; m0 was consumed; the restarted
   // producer published m0 again (R) and it was consumed again.
-  const std::vector<delivery_record> ds = {{"m0", 1, 10, true, "a"}, {"m0", 1, 15, true, "b"},
-                                           {"m1", 1, 20, true, "c"}, {"m2", 1, 30, true, "c"}};
+  const std::vector<delivery_record> ds = {
+      {"m0", 1, 10, true, "a"}, {"m0", 1, 15, true, "b"}, {"m1", 1, 20, true, "c"}, {"m2", 1, 30, true, "c"}};
   EXPECT_FALSE(check_deliveries(three_in_one_group(), ds, {.group_order = true}).ok());
   const auto r = check_deliveries(three_in_one_group(), ds, {.group_order = true, .republished = {"m0"}});
   EXPECT_TRUE(r.ok()) << r.summary();
@@ -64,7 +69,9 @@ TEST(delivery_log_checker, an_id_a_restarted_producer_published_again_may_be_ack
 
 TEST(delivery_log_checker, a_message_acked_by_two_deliveries_is_an_unexplained_double_claim) {
   const auto r = check_deliveries(three_in_one_group(),
-                                  {{"m0", 1, 10, true, "a"}, {"m0", 2, 15, true, "b"}, {"m1", 1, 20, true, "c"},
+                                  {{"m0", 1, 10, true, "a"},
+                                   {"m0", 2, 15, true, "b"},
+                                   {"m1", 1, 20, true, "c"},
                                    {"m2", 1, 30, true, "c"}},
                                   {.group_order = true});
   ASSERT_EQ(r.unexplained.size(), 1u);
@@ -73,8 +80,9 @@ TEST(delivery_log_checker, a_message_acked_by_two_deliveries_is_an_unexplained_d
 }
 
 TEST(delivery_log_checker, a_later_message_first_handled_before_an_earlier_one_is_an_order_violation) {
-  const auto r = check_deliveries(three_in_one_group(),
-                                  {{"m1", 1, 10, true, "c"}, {"m0", 1, 20, true, "c"}, {"m2", 1, 30, true, "c"}}, {.group_order = true});
+  const auto r = check_deliveries(
+      three_in_one_group(), {{"m1", 1, 10, true, "c"}, {"m0", 1, 20, true, "c"}, {"m2", 1, 30, true, "c"}},
+      {.group_order = true});
   ASSERT_EQ(r.order_violations.size(), 1u);
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(check_deliveries(three_in_one_group(),
@@ -115,7 +123,7 @@ TEST(delivery_log_checker, windows_and_ack_times_are_read_back_and_a_malformed_w
     c.line("H\tm0\t1\t100\t90\t1000");
     c.line("A\tm0\t120\t105");
     c.line("H\tm1\t1\t200\t190\tsoon");  // not a number: the line is not a delivery
-    c.line("A\tm1\t220\t210");             // so this ack pairs with nothing
+    c.line("A\tm1\t220\t210");           // so this ack pairs with nothing
   }
   std::vector<produced_record> produced;
   std::vector<delivery_record> deliveries;
@@ -151,8 +159,10 @@ TEST(delivery_log_checker, planted_a_second_holder_inside_the_first_holders_live
   delivery_record first{"m0", 1, 5 * ms, false, "a"};
   first.asked_ns = 0;
   first.window_ns = 1000 * ms;
-  const std::vector<delivery_record> ds = {
-      first, {"m0", 2, 300 * ms, true, "b"}, {"m1", 1, 2000 * ms, true, "c"}, {"m2", 1, 2100 * ms, true, "c"}};
+  const std::vector<delivery_record> ds = {first,
+                                           {"m0", 2, 300 * ms, true, "b"},
+                                           {"m1", 1, 2000 * ms, true, "c"},
+                                           {"m2", 1, 2100 * ms, true, "c"}};
   const auto r = check_deliveries(three_in_one_group(), ds);
   ASSERT_EQ(r.double_claims.size(), 1u) << r.summary();
   EXPECT_FALSE(r.ok());
@@ -167,7 +177,8 @@ TEST(delivery_log_checker, planted_a_second_holder_inside_the_first_holders_live
       << check_deliveries(three_in_one_group(), stale).summary();
 }
 
-TEST(delivery_log_checker, planted_an_id_acked_twice_fails_even_when_the_counts_differ_and_no_window_overlaps) {
+TEST(delivery_log_checker,
+     planted_an_id_acked_twice_fails_even_when_the_counts_differ_and_no_window_overlaps) {
   const auto r = check_deliveries(three_in_one_group(), {{"m0", 1, 10 * ms, true, "a"},
                                                          {"m0", 2, 9000 * ms, true, "b"},
                                                          {"m1", 1, 9100 * ms, true, "c"},
@@ -189,8 +200,9 @@ TEST(delivery_log_checker, planted_an_acked_id_still_in_the_table_at_the_end_fai
 }
 
 TEST(delivery_log_checker, planted_a_produced_op_not_done_or_missing_at_the_end_fails_the_final_state) {
-  auto r = check_deliveries(three_in_one_group(),
-                            {{"m0", 1, 10, false, "w"}, {"m1", 1, 20, false, "w"}, {"m2", 1, 30, false, "w"}});
+  auto r =
+      check_deliveries(three_in_one_group(),
+                       {{"m0", 1, 10, false, "w"}, {"m1", 1, 20, false, "w"}, {"m2", 1, 30, false, "w"}});
   ASSERT_TRUE(r.ok());
   check_final_state(r, three_in_one_group(), {{"m0", "done"}, {"m1", "running"}}, "done", true);
   EXPECT_EQ(r.final_state.size(), 2u) << r.summary();  // m1 running, m2 gone
@@ -200,7 +212,8 @@ TEST(delivery_log_checker, planted_a_produced_op_not_done_or_missing_at_the_end_
   EXPECT_TRUE(fine.final_state.empty());
 }
 
-TEST(delivery_log_checker, planted_a_group_message_handled_before_the_previous_ones_ack_was_sent_breaks_strict_order) {
+TEST(delivery_log_checker,
+     planted_a_group_message_handled_before_the_previous_ones_ack_was_sent_breaks_strict_order) {
   // m1 is handled (so claimed) at 15 ms, while m0's ack was only sent at
   // 100 ms: first-delivery order alone (m0 at 10, m1 at 15) cannot see it.
   delivery_record m0{"m0", 1, 10 * ms, true, "a"};
@@ -211,7 +224,8 @@ TEST(delivery_log_checker, planted_a_group_message_handled_before_the_previous_o
   m2.ack_started_ns = 310 * ms;
   const std::vector<delivery_record> ds = {m0, m1, m2};
   EXPECT_TRUE(check_deliveries(three_in_one_group(), ds, {.group_order = true}).ok());
-  const auto r = check_deliveries(three_in_one_group(), ds, {.group_order = true, .strict_group_order = true});
+  const auto r =
+      check_deliveries(three_in_one_group(), ds, {.group_order = true, .strict_group_order = true});
   ASSERT_EQ(r.order_violations.size(), 1u) << r.summary();
   EXPECT_NE(r.order_violations[0].find("seq 1"), std::string::npos) << r.order_violations[0];
   EXPECT_FALSE(r.ok());
@@ -220,7 +234,8 @@ TEST(delivery_log_checker, planted_a_group_message_handled_before_the_previous_o
   EXPECT_TRUE(check_deliveries(three_in_one_group(), after, {.strict_group_order = true}).ok());
 }
 
-TEST(delivery_log_checker, planted_two_writers_on_one_key_delivered_against_the_stores_order_is_an_order_violation) {
+TEST(delivery_log_checker,
+     planted_two_writers_on_one_key_delivered_against_the_stores_order_is_an_order_violation) {
   // Writers a and b both write key k; each one's log orders only its own
   // rows. The store committed b-0 before a-0, and the relay delivered a-0
   // first: only the store's positions reveal it.

@@ -48,8 +48,8 @@ class chaos_ops_outbox : public ::testing::TestWithParam<engine> {
  protected:
   void SetUp() override {
     seed_ = chaos_seed();
-    std::cout << "chaos seed " << seed_ << " for " << current_test() << " (replay with SPOOL_CHAOS_SEED=" << seed_
-              << ")\n";
+    std::cout << "chaos seed " << seed_ << " for " << current_test()
+              << " (replay with SPOOL_CHAOS_SEED=" << seed_ << ")\n";
     RecordProperty("chaos_seed", std::to_string(seed_));
     uri_ = is_pg() ? make_pg_database("chaos_ops_outbox") : dir_.sqlite_uri("chaos.db");
     db_.emplace(database::open(uri_));
@@ -105,27 +105,49 @@ class chaos_ops_outbox : public ::testing::TestWithParam<engine> {
   std::optional<database> db_;
 };
 
-TEST_P(chaos_ops_outbox, sigkilled_enqueuers_and_worker_pools_lose_no_op_and_run_each_only_on_a_claim_of_its_own) {
+TEST_P(chaos_ops_outbox,
+       sigkilled_enqueuers_and_worker_pools_lose_no_op_and_run_each_only_on_a_claim_of_its_own) {
   std::mt19937_64 rng(seed_);
   constexpr int producers = 2, workers = 3, per_producer = 5000;  // 10,000 ops
   const auto script = write_logging_script(dir_.path());
   std::vector<supervised> slots;
   for (int p = 0; p < producers; ++p) {
     const std::string name = "p" + std::to_string(p);
-    slots.push_back({name, env_path("SPOOL_CHAOS_ACTOR"),
-                     {"enqueue", "--db", uri_, "--name", name, "--count", std::to_string(per_producer), "--batch",
-                      "10", "--log", (logs() / ("ops-" + name + ".log")).string()},
+    slots.push_back({name,
+                     env_path("SPOOL_CHAOS_ACTOR"),
+                     {"enqueue", "--db", uri_, "--name", name, "--count", std::to_string(per_producer),
+                      "--batch", "10", "--log", (logs() / ("ops-" + name + ".log")).string()},
                      true});
   }
   for (int w = 0; w < workers; ++w) {
     const std::string name = "w" + std::to_string(w);
-    slots.push_back({name, env_path("SPOOL_CLI"),
-                     {"ops", "work", "--db", uri_, "--type", "chaos", "--concurrency", "4", "--poll-interval", "50ms",
-                      "--heartbeat-interval", "500ms", "--lease-timeout", "2s", "--rescue-interval", "500ms",
-                      "--owner", name, "--log-level", "info", "--exec",
+    slots.push_back({name,
+                     env_path("SPOOL_CLI"),
+                     {"ops",
+                      "work",
+                      "--db",
+                      uri_,
+                      "--type",
+                      "chaos",
+                      "--concurrency",
+                      "4",
+                      "--poll-interval",
+                      "50ms",
+                      "--heartbeat-interval",
+                      "500ms",
+                      "--lease-timeout",
+                      "2s",
+                      "--rescue-interval",
+                      "500ms",
+                      "--owner",
+                      name,
+                      "--log-level",
+                      "info",
+                      "--exec",
                       "sh " + script.string() + " " + (logs() / ("ops-" + name + ".log")).string() +
                           " SPOOL_OP_ID SPOOL_OP_ATTEMPTS"},
-                     false, "ops work: started"});
+                     false,
+                     "ops work: started"});
   }
   const std::string open_ops = "SELECT count(*) FROM ops_queue WHERE status <> 'done'";
   const auto chaos = run_chaos(
@@ -145,8 +167,8 @@ TEST_P(chaos_ops_outbox, sigkilled_enqueuers_and_worker_pools_lose_no_op_and_run
   expect_sqlite_intact();
   const long beyond = deliveries_beyond_claims(deliveries, per_id("SELECT id, attempts FROM ops_queue"));
   std::cout << "chaos ops (" << (is_pg() ? "postgres" : "sqlite") << "): " << chaos.kills << " SIGKILLs ("
-            << chaos.kills_of_finite << " of enqueuers); " << report.summary() << "; deliveries beyond claims "
-            << beyond << "\n";
+            << chaos.kills_of_finite << " of enqueuers); " << report.summary()
+            << "; deliveries beyond claims " << beyond << "\n";
   RecordProperty("report", report.summary());
   EXPECT_GT(chaos.kills, 0);
   EXPECT_EQ(report.produced, producers * per_producer);
@@ -166,7 +188,8 @@ TEST_P(chaos_ops_outbox, sigkilled_writers_and_relays_lose_no_envelope_and_keep_
   std::vector<supervised> slots;
   for (int p = 0; p < producers; ++p) {
     const std::string name = "p" + std::to_string(p);
-    slots.push_back({name, env_path("SPOOL_CHAOS_ACTOR"),
+    slots.push_back({name,
+                     env_path("SPOOL_CHAOS_ACTOR"),
                      {"write", "--db", uri_, "--name", name, "--keys", std::to_string(keys), "--count",
                       std::to_string(per_producer), "--batch", "10", "--log",
                       (logs() / ("obx-" + name + ".log")).string()},
@@ -174,24 +197,27 @@ TEST_P(chaos_ops_outbox, sigkilled_writers_and_relays_lose_no_envelope_and_keep_
   }
   for (int r = 0; r < relays; ++r) {
     const std::string name = "r" + std::to_string(r);
-    slots.push_back({name, env_path("SPOOL_CLI"),
+    slots.push_back({name,
+                     env_path("SPOOL_CLI"),
                      {"relay", "--db", uri_, "--serialization", "key", "--concurrency", "8", "--lease", "4s",
                       "--poll-interval", "100ms", "--owner", name, "--shutdown-grace", "5s", "--log-level",
                       "info", "--sink",
                       "exec:sh " + script.string() + " " + (logs() / ("obx-" + name + ".log")).string() +
                           " SPOOL_OUTBOX_ID SPOOL_OUTBOX_CLAIM_COUNT"},
-                     false, "relay: started"});
+                     false,
+                     "relay: started"});
   }
   const std::string open_rows = "SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'";
   // Slower kills than for the queues: a killed relay's keys wait out its 4 s
   // leases (shorter ones expire under SQLite's fsync queue on a loaded
   // machine), so killing every few hundred milliseconds would stall every key.
-  const auto chaos = run_chaos(
-      slots, dir_.path(), rng, [&] { return count(open_rows) < producers * per_producer / 50; }, 15min,
-      {400ms, 1500ms});
+  const auto chaos =
+      run_chaos(slots, dir_.path(), rng, [&] { return count(open_rows) < producers * per_producer / 50; },
+                15min, {400ms, 1500ms});
   EXPECT_TRUE(chaos.failures.empty()) << chaos.failures.front();
   ASSERT_TRUE(chaos.done) << "the writers did not finish or the relays did not drain in time";
-  EXPECT_TRUE(eventually([&] { return count(open_rows) == 0; }, 5min)) << count(open_rows) << " not delivered";
+  EXPECT_TRUE(eventually([&] { return count(open_rows) == 0; }, 5min))
+      << count(open_rows) << " not delivered";
   stop_workers(slots);
 
   std::vector<produced_record> produced;
@@ -201,10 +227,11 @@ TEST_P(chaos_ops_outbox, sigkilled_writers_and_relays_lose_no_envelope_and_keep_
   // order: it is the store's position, (xact_id, seq) on PostgreSQL, seq on
   // SQLite (outbox.md §3.2), which the relay must follow.
   std::map<std::string, std::pair<std::string, std::int64_t>> rank;
-  for (const auto& r : db_->exec(is_pg() ? "SELECT id, ordering_key, row_number() OVER (PARTITION BY ordering_key "
-                                           "ORDER BY xact_id, seq) FROM outbox_messages"
-                                         : "SELECT id, ordering_key, row_number() OVER (PARTITION BY ordering_key "
-                                           "ORDER BY seq) FROM outbox_messages")) {
+  for (const auto& r :
+       db_->exec(is_pg() ? "SELECT id, ordering_key, row_number() OVER (PARTITION BY ordering_key "
+                           "ORDER BY xact_id, seq) FROM outbox_messages"
+                         : "SELECT id, ordering_key, row_number() OVER (PARTITION BY ordering_key "
+                           "ORDER BY seq) FROM outbox_messages")) {
     rank[*r[0]] = {*r[1], std::stoll(*r[2])};
   }
   ASSERT_EQ(rank.size(), static_cast<std::size_t>(producers * per_producer));
@@ -225,7 +252,9 @@ TEST_P(chaos_ops_outbox, sigkilled_writers_and_relays_lose_no_envelope_and_keep_
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, chaos_ops_outbox, ::testing::Values(engine::postgres, engine::sqlite),
-                         [](const auto& info) { return info.param == engine::postgres ? "postgres" : "sqlite"; });
+                         [](const auto& info) {
+                           return info.param == engine::postgres ? "postgres" : "sqlite";
+                         });
 
 }  // namespace
 }  // namespace spool::test

@@ -7,9 +7,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
-#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -65,9 +65,9 @@ struct kill_pace {
 
 // Starts every slot, then kills one after each pause until every producer has
 // finished and enough() holds, or until the deadline.
-inline chaos_outcome run_chaos(std::vector<supervised>& slots, const std::filesystem::path& dir, std::mt19937_64& rng,
-                               const std::function<bool()>& enough, std::chrono::minutes deadline,
-                               kill_pace pace = {}) {
+inline chaos_outcome run_chaos(std::vector<supervised>& slots, const std::filesystem::path& dir,
+                               std::mt19937_64& rng, const std::function<bool()>& enough,
+                               std::chrono::minutes deadline, kill_pace pace = {}) {
   chaos_outcome out;
   for (auto& s : slots) s.start(dir);
   const auto give_up = std::chrono::steady_clock::now() + deadline;
@@ -129,8 +129,9 @@ inline std::vector<std::string> stop_when_ready(std::vector<supervised>& slots,
     const int code = s.proc->stop(SIGTERM);
     if (code == 0) continue;
     if (code == 128 + SIGTERM && !ready && s.proc->err().empty()) continue;
-    failures.push_back(s.name + " (incarnation " + std::to_string(s.incarnation - 1) + (ready ? ", ready" : ", never ready") +
-                       ") exited " + std::to_string(code) + ": " + s.proc->err());
+    failures.push_back(s.name + " (incarnation " + std::to_string(s.incarnation - 1) +
+                       (ready ? ", ready" : ", never ready") + ") exited " + std::to_string(code) + ": " +
+                       s.proc->err());
   }
   return failures;
 }

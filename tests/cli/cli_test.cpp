@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "spool/version.hpp"
 #include "support/test_db.hpp"
 
 namespace {
@@ -191,8 +192,8 @@ TEST_P(cli_on_engine, RedriveMovesQuarantinedRowsBackAndDryRunChangesNothing) {
   const auto preview = expect_json(run({"mq", "redrive", "--queue", "q", "--dry-run", "--json"}));
   EXPECT_EQ(preview["redriven"], json::parse(R"(["bad-1"])"));
   EXPECT_EQ(expect_json(run({"mq", "failed", "--queue", "q", "--json"}))["failed"].size(), 1u);
-  const auto done =
-      expect_json(run({"mq", "redrive", "--queue", "q", "--id", "bad-1", "--reason", "parser fixed", "--json"}));
+  const auto done = expect_json(
+      run({"mq", "redrive", "--queue", "q", "--id", "bad-1", "--reason", "parser fixed", "--json"}));
   EXPECT_EQ(done, json::parse(R"({"redriven":["bad-1"],"conflicts":[]})"));
   EXPECT_EQ(expect_json(run({"mq", "failed", "--queue", "q", "--json"}))["failed"].size(), 0u);
   EXPECT_EQ(expect_json(run({"mq", "metrics", "--queue", "q", "--json"}))["pending"], 1);
@@ -277,13 +278,21 @@ TEST_P(cli_on_engine, PollVisibilityIsTheClaimsWindowAndTheDefaultIsThirtySecond
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, cli_on_engine,
-                         ::testing::Values(engine_kind::sqlite, engine_kind::postgres), spool::test::engine_test_name<::testing::TestParamInfo<engine_kind>>);
+                         ::testing::Values(engine_kind::sqlite, engine_kind::postgres),
+                         spool::test::engine_test_name<::testing::TestParamInfo<engine_kind>>);
 
 // ---- no database needed ----
 
 TEST(cli, ASqliteUriWithSlashesIsInvalidArgument) {
   expect_failure(run_cli({"mq", "metrics", "--queue", "q", "--db", "sqlite://x", "--json"}), 1,
                  "spool: invalid_argument");
+}
+
+TEST(cli, VersionPrintsTheReleaseAndTheSourceCommitOnStdoutAndExitsZero) {
+  const auto r = run_cli({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, spool::version_line() + "\n");
+  EXPECT_EQ(r.err, "");
 }
 
 TEST(cli, AnUnknownFlagIsAUsageErrorWithExitCodeTwo) {

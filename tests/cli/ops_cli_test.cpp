@@ -71,7 +71,8 @@ TEST_P(ops_cli, EnqueueReadsThePayloadFromStdinAndGetShowsTheOpJson) {
   EXPECT_EQ(op["max_attempts"], 3);
   EXPECT_EQ(op["payload"], json::parse(R"({"node": 17, "big": 18446744073709551615})"));
   EXPECT_EQ(op["enqueued_at"].get<std::string>().back(), 'Z');
-  for (const char* absent : {"started_at", "finished_at", "not_before", "dedup_key", "last_error", "lease_token"}) {
+  for (const char* absent :
+       {"started_at", "finished_at", "not_before", "dedup_key", "last_error", "lease_token"}) {
     EXPECT_FALSE(op.contains(absent)) << absent;
   }
 }
@@ -83,8 +84,8 @@ TEST_P(ops_cli, EnqueueTakesPayloadIdDelayNotBeforeDedupKeyAndMaxAttemptsFlags) 
   const auto op = expect_json(run({"ops", "get", "order-1", "--json"}));
   EXPECT_EQ(op["max_attempts"], 5);
   EXPECT_TRUE(op.contains("not_before"));
-  const auto later = expect_json(run({"ops", "enqueue", "--type", "t", "--not-before", "2099-01-01T03:00:00+03:00",
-                                      "--dedup-key", "k", "--json"}));
+  const auto later = expect_json(run({"ops", "enqueue", "--type", "t", "--not-before",
+                                      "2099-01-01T03:00:00+03:00", "--dedup-key", "k", "--json"}));
   const auto got = expect_json(run({"ops", "get", later["id"], "--json"}));
   EXPECT_EQ(got["not_before"], "2099-01-01T00:00:00Z");
   EXPECT_EQ(got["dedup_key"], "k");
@@ -92,8 +93,10 @@ TEST_P(ops_cli, EnqueueTakesPayloadIdDelayNotBeforeDedupKeyAndMaxAttemptsFlags) 
 
 TEST_P(ops_cli, AHeldDedupKeyIsDuplicateOrTheHoldersIdWithReturnExisting) {
   const auto first = expect_json(run({"ops", "enqueue", "--type", "t", "--dedup-key", "k", "--json"}, "{}"));
-  expect_failure(run({"ops", "enqueue", "--type", "t", "--dedup-key", "k", "--json"}, "{}"), 1, "spool: duplicate");
-  EXPECT_EQ(expect_json(run({"ops", "enqueue", "--type", "t", "--dedup-key", "k", "--return-existing", "--json"}, "{}")),
+  expect_failure(run({"ops", "enqueue", "--type", "t", "--dedup-key", "k", "--json"}, "{}"), 1,
+                 "spool: duplicate");
+  EXPECT_EQ(expect_json(run(
+                {"ops", "enqueue", "--type", "t", "--dedup-key", "k", "--return-existing", "--json"}, "{}")),
             (json{{"id", first["id"]}, {"created", false}}));
 }
 
@@ -101,12 +104,15 @@ TEST_P(ops_cli, InvalidInputIsInvalidArgumentAndWritesNothing) {
   expect_failure(run({"ops", "enqueue", "--type", "t", "--json"}, "[1,2]"), 1, "spool: invalid_argument");
   expect_failure(run({"ops", "enqueue", "--type", "t", "--json"}, "{not json"), 1, "spool: invalid_argument");
   expect_failure(run({"ops", "enqueue", "--type", "", "--json"}, "{}"), 1, "spool: invalid_argument");
-  expect_failure(run({"ops", "enqueue", "--type", "t", "--max-attempts", "-1"}, "{}"), 1, "spool: invalid_argument");
+  expect_failure(run({"ops", "enqueue", "--type", "t", "--max-attempts", "-1"}, "{}"), 1,
+                 "spool: invalid_argument");
   expect_failure(run({"ops", "enqueue", "--type", "t", "--not-before", "tomorrow"}, "{}"), 1,
                  "spool: invalid_argument");
-  expect_failure(run({"ops", "enqueue", "--type", "t", "--delay", "5 minutes"}, "{}"), 1, "spool: invalid_argument");
-  expect_failure(run({"ops", "enqueue", "--type", "t", "--delay", "1s", "--not-before", "2099-01-01T00:00:00Z"}, "{}"),
-                 2, "spool: usage");
+  expect_failure(run({"ops", "enqueue", "--type", "t", "--delay", "5 minutes"}, "{}"), 1,
+                 "spool: invalid_argument");
+  expect_failure(
+      run({"ops", "enqueue", "--type", "t", "--delay", "1s", "--not-before", "2099-01-01T00:00:00Z"}, "{}"),
+      2, "spool: usage");
   EXPECT_EQ(expect_json(run({"ops", "stats", "--json"}))["pending"], 0);
 }
 
@@ -120,10 +126,12 @@ TEST_P(ops_cli, ListPrintsOpsAndTheTotalFilteredByStatusAndPaged) {
   const auto pending = expect_json(run({"ops", "list", "--status", "pending", "--limit", "2", "--json"}));
   EXPECT_EQ(pending["total"], 3);
   EXPECT_EQ(pending["ops"].size(), 2u);
-  const auto last = expect_json(run({"ops", "list", "--status", "pending", "--limit", "2", "--offset", "2", "--json"}));
+  const auto last =
+      expect_json(run({"ops", "list", "--status", "pending", "--limit", "2", "--offset", "2", "--json"}));
   EXPECT_EQ(last["ops"].size(), 1u);
   expect_failure(run({"ops", "list", "--limit", "501", "--json"}), 1, "spool: invalid_argument");
-  EXPECT_EQ(expect_json(run({"ops", "list", "--status", "done", "--json"})), json::parse(R"({"ops":[],"total":0})"));
+  EXPECT_EQ(expect_json(run({"ops", "list", "--status", "done", "--json"})),
+            json::parse(R"({"ops":[],"total":0})"));
 }
 
 TEST_P(ops_cli, CancelAndRetryPrintTheOpAndWrongStatesAreInvalidState) {
@@ -137,7 +145,8 @@ TEST_P(ops_cli, CancelAndRetryPrintTheOpAndWrongStatesAreInvalidState) {
   expect_failure(run({"ops", "get", "nope", "--json"}), 1, "spool: not_found");
   // A failed op (as a worker leaves it) comes back with retry.
   const auto failed = enqueue("t");
-  sql("UPDATE ops_queue SET status = 'failed', attempts = 3, last_error = 'boom' WHERE id = '" + failed + "'");
+  sql("UPDATE ops_queue SET status = 'failed', attempts = 3, last_error = 'boom' WHERE id = '" + failed +
+      "'");
   const auto retried = expect_json(run({"ops", "retry", failed, "--json"}));
   EXPECT_EQ(retried["status"], "pending");
   EXPECT_EQ(retried["attempts"], 3);
@@ -156,10 +165,13 @@ TEST_P(ops_cli, StatsJsonHasExactlyTheDocumentedKeys) {
 TEST_P(ops_cli, RecoverRequeuesRunningOpsOlderThanTheThreshold) {
   const auto id = enqueue("t");
   sql("UPDATE ops_queue SET status = 'running', attempts = 1, started_at = " +
-      std::string(GetParam() == engine_kind::sqlite ? "datetime('now', '-2 hours')" : "now() - interval '2 hours'") +
+      std::string(GetParam() == engine_kind::sqlite ? "datetime('now', '-2 hours')"
+                                                    : "now() - interval '2 hours'") +
       " WHERE id = '" + id + "'");
-  EXPECT_EQ(expect_json(run({"ops", "recover", "--older-than", "3h", "--json"})), json::parse(R"({"recovered":0})"));
-  EXPECT_EQ(expect_json(run({"ops", "recover", "--older-than", "3600", "--json"})), json::parse(R"({"recovered":1})"));
+  EXPECT_EQ(expect_json(run({"ops", "recover", "--older-than", "3h", "--json"})),
+            json::parse(R"({"recovered":0})"));
+  EXPECT_EQ(expect_json(run({"ops", "recover", "--older-than", "3600", "--json"})),
+            json::parse(R"({"recovered":1})"));
   EXPECT_EQ(expect_json(run({"ops", "get", id, "--json"}))["status"], "pending");
   expect_failure(run({"ops", "recover", "--json"}), 2, "spool: usage");
 }
@@ -178,14 +190,16 @@ TEST_P(ops_cli, RepairTimesRewritesNonCanonicalTimesOnSqliteAndHasNothingToDoOnP
 TEST_P(ops_cli, AConfiguredTableIsUsedByMigrateAndEveryOpsCommand) {
   ASSERT_EQ(run({"migrate", "--component", "ops", "--ops-table", "jobs"}).exit_code, 0);
   const auto id =
-      expect_json(run({"ops", "enqueue", "--ops-table", "jobs", "--type", "t", "--json"}, "{}"))["id"].get<std::string>();
+      expect_json(run({"ops", "enqueue", "--ops-table", "jobs", "--type", "t", "--json"}, "{}"))["id"]
+          .get<std::string>();
   EXPECT_EQ(expect_json(run({"ops", "get", id, "--ops-table", "jobs", "--json"}))["id"], id);
   expect_failure(run({"ops", "get", id, "--json"}), 1, "spool: not_found");
   expect_failure(run({"ops", "stats", "--ops-table", "Bad-Name", "--json"}), 1,
                  "spool: invalid_argument/invalid_identifier");
 }
 
-INSTANTIATE_TEST_SUITE_P(engines, ops_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres), spool::test::engine_test_name<::testing::TestParamInfo<engine_kind>>);
+INSTANTIATE_TEST_SUITE_P(engines, ops_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),
+                         spool::test::engine_test_name<::testing::TestParamInfo<engine_kind>>);
 
 // ---- no migrated database ----
 
@@ -208,7 +222,8 @@ TEST(ops_cli_unmigrated, HelpDescribesEveryOpsCommand) {
 }
 
 TEST(ops_cli_unmigrated, MigratePrintIncludesTheOpsComponent) {
-  const auto r = run_cli({"migrate", "--print", "--component", "ops", "--db", "postgresql://u:secret@nowhere/db"});
+  const auto r =
+      run_cli({"migrate", "--print", "--component", "ops", "--db", "postgresql://u:secret@nowhere/db"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("CREATE TABLE IF NOT EXISTS \"ops_queue\""), std::string::npos);
   EXPECT_NE(r.out.find("idx_ops_queue_running_heartbeat"), std::string::npos);

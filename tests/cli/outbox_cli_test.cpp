@@ -65,12 +65,16 @@ class outbox_cli : public ::testing::TestWithParam<engine_kind> {
 };
 
 TEST_P(outbox_cli, write_reads_the_payload_from_stdin_and_a_repeated_idempotency_key_is_skipped) {
-  const auto first = expect_json(run({"outbox", "write", "--topic", "orders", "--key", "k", "--idempotency-key", "i1", "--json"}, "{\"a\":1}"));
+  const auto first = expect_json(
+      run({"outbox", "write", "--topic", "orders", "--key", "k", "--idempotency-key", "i1", "--json"},
+          "{\"a\":1}"));
   EXPECT_EQ(first["result"], "inserted");
   EXPECT_EQ(first["id"].get<std::string>().size(), 36u);
-  const auto again = expect_json(run({"outbox", "write", "--topic", "orders", "--idempotency-key", "i1", "--json"}, "x"));
+  const auto again =
+      expect_json(run({"outbox", "write", "--topic", "orders", "--idempotency-key", "i1", "--json"}, "x"));
   EXPECT_EQ(again["result"], "skipped");
-  expect_failure(run({"outbox", "write", "--topic", "", "--json"}, "x"), 1, "spool: invalid_argument/topic_required: ");
+  expect_failure(run({"outbox", "write", "--topic", "", "--json"}, "x"), 1,
+                 "spool: invalid_argument/topic_required: ");
   expect_failure(run({"outbox", "write", "--json"}, "x"), 2, "spool: usage: ");
 }
 
@@ -88,22 +92,27 @@ TEST_P(outbox_cli, backlog_and_inspect_print_the_documented_shapes) {
   EXPECT_FALSE(page["messages"][0].contains("payload"));
   EXPECT_FALSE(page["messages"][0].contains("metadata"));
   EXPECT_EQ(page["messages"][0]["state"], "pending");
-  const auto rest = expect_json(run({"outbox", "inspect", "--limit", "2", "--before", page["next"].get<std::string>(), "--json"}));
+  const auto rest = expect_json(
+      run({"outbox", "inspect", "--limit", "2", "--before", page["next"].get<std::string>(), "--json"}));
   EXPECT_EQ(rest["messages"].size(), 1u);
   EXPECT_TRUE(rest["next"].is_null());
-  expect_failure(run({"outbox", "inspect", "--state", "gone", "--json"}), 1, "spool: invalid_argument/invalid_message_state: ");
+  expect_failure(run({"outbox", "inspect", "--state", "gone", "--json"}), 1,
+                 "spool: invalid_argument/invalid_message_state: ");
 }
 
 TEST_P(outbox_cli, replay_reports_items_and_a_conflict_names_each_id_on_stderr) {
   const auto w = expect_json(run({"outbox", "write", "--topic", "t", "--json"}, "p"));
   const std::string id = w["id"];
-  expect_failure(run({"outbox", "replay", "--id", id, "--id", "nope", "--requested-by", "me", "--reason", "r"}), 1,
-                 "spool: conflict/replay_conflict: ");
-  const auto err = run({"outbox", "replay", "--id", id, "--id", "nope", "--requested-by", "me", "--reason", "r"}).err;
+  expect_failure(
+      run({"outbox", "replay", "--id", id, "--id", "nope", "--requested-by", "me", "--reason", "r"}), 1,
+      "spool: conflict/replay_conflict: ");
+  const auto err =
+      run({"outbox", "replay", "--id", id, "--id", "nope", "--requested-by", "me", "--reason", "r"}).err;
   EXPECT_NE(err.find(id + "=pending"), std::string::npos) << err;
   EXPECT_NE(err.find("nope=missing"), std::string::npos) << err;
   age_all("dead");
-  const auto r = expect_json(run({"outbox", "replay", "--id", id, "--requested-by", "me", "--reason", "fixed", "--json"}));
+  const auto r = expect_json(
+      run({"outbox", "replay", "--id", id, "--requested-by", "me", "--reason", "fixed", "--json"}));
   EXPECT_EQ(r["replay_id"].get<std::string>().size(), 36u);
   EXPECT_EQ(r["items"][0]["id"], id);
   EXPECT_EQ(r["items"][0]["previous_state"], "dead");
@@ -112,10 +121,12 @@ TEST_P(outbox_cli, replay_reports_items_and_a_conflict_names_each_id_on_stderr) 
 TEST_P(outbox_cli, prune_and_archive_delete_aged_rows_and_the_archive_file_is_idempotent_by_id) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(run({"outbox", "write", "--topic", "t"}, "p").exit_code, 0);
   age_all("delivered");
-  const auto pruned = expect_json(run({"outbox", "prune", "--state", "delivered", "--older-than", "1h", "--limit", "1", "--json"}));
+  const auto pruned = expect_json(
+      run({"outbox", "prune", "--state", "delivered", "--older-than", "1h", "--limit", "1", "--json"}));
   EXPECT_EQ(pruned["deleted"].size(), 1u);
   const auto file = (dir_.path() / "archive.jsonl").string();
-  const auto archived = expect_json(run({"outbox", "archive", "--state", "delivered", "--older-than", "1h", "--to", file, "--json"}));
+  const auto archived = expect_json(
+      run({"outbox", "archive", "--state", "delivered", "--older-than", "1h", "--to", file, "--json"}));
   EXPECT_EQ(archived["deleted"].size(), 2u);
   std::ifstream in(file);
   std::vector<json> lines;
@@ -128,13 +139,15 @@ TEST_P(outbox_cli, prune_and_archive_delete_aged_rows_and_the_archive_file_is_id
   EXPECT_TRUE(lines[0]["last_error"].is_null());
   expect_failure(run({"outbox", "prune", "--state", "pending", "--older-than", "1h"}), 1,
                  "spool: invalid_argument/invalid_message_state: ");
-  expect_failure(run({"outbox", "prune", "--state", "dead", "--older-than", "soon"}), 1, "spool: invalid_argument: ");
+  expect_failure(run({"outbox", "prune", "--state", "dead", "--older-than", "soon"}), 1,
+                 "spool: invalid_argument: ");
 }
 
 TEST_P(outbox_cli, the_file_archiver_skips_ids_already_in_the_file) {
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
-    ids.push_back(expect_json(run({"outbox", "write", "--topic", "t", "--json"}, "p"))["id"].get<std::string>());
+    ids.push_back(
+        expect_json(run({"outbox", "write", "--topic", "t", "--json"}, "p"))["id"].get<std::string>());
   }
   age_all("delivered");
   // The file already holds ids[0] (a batch archived before a failed commit
@@ -145,8 +158,8 @@ TEST_P(outbox_cli, the_file_archiver_skips_ids_already_in_the_file) {
     out << "{\"envelope\":{\"id\":\"" << ids[0] << "\",\"topic\":\"t\"},\"state\":\"delivered\"}\n";
     out << "{\"envelope\":{\"id\":\"torn";  // no newline: the crash cut the line
   }
-  const auto archived =
-      expect_json(run({"outbox", "archive", "--state", "delivered", "--older-than", "1h", "--to", file, "--json"}));
+  const auto archived = expect_json(
+      run({"outbox", "archive", "--state", "delivered", "--older-than", "1h", "--to", file, "--json"}));
   EXPECT_EQ(archived["deleted"].size(), 3u);  // every aged row is deleted
   std::ifstream in(file);
   std::map<std::string, int> seen;
@@ -163,6 +176,8 @@ TEST_P(outbox_cli, the_file_archiver_skips_ids_already_in_the_file) {
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, outbox_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),
-                         [](const auto& info) { return info.param == engine_kind::sqlite ? "sqlite" : "postgres"; });
+                         [](const auto& info) {
+                           return info.param == engine_kind::sqlite ? "sqlite" : "postgres";
+                         });
 
 }  // namespace

@@ -8,8 +8,8 @@
 
 #include "outbox_fixture.hpp"
 #include "spool/outbox/relay.hpp"
-#include "support/eventually.hpp"
 #include "spool/outbox/sink.hpp"
+#include "support/eventually.hpp"
 #include "support/webhook_receiver.hpp"
 
 namespace spool::test {

@@ -2,7 +2,6 @@
 // halves of 29): one test per rule, named as the rule reads. No timing
 // assertions: waits are bounded and end on states and events.
 #include "spool/outbox/relay.hpp"
-#include "support/eventually.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -13,6 +12,7 @@
 
 #include "outbox_fixture.hpp"
 #include "spool/outbox/sink.hpp"
+#include "support/eventually.hpp"
 
 namespace spool::test {
 namespace {
@@ -548,7 +548,8 @@ class in_doubt_sink : public sink {
   bool commit_first_;
 };
 
-TEST_P(outbox_relay, rule_7_an_in_doubt_delivery_that_committed_is_recorded_by_re_reading_the_row_not_repeated) {
+TEST_P(outbox_relay,
+       rule_7_an_in_doubt_delivery_that_committed_is_recorded_by_re_reading_the_row_not_repeated) {
   write({env("q1")});
   auto s = std::make_shared<in_doubt_sink>(true);
   relay r(*st_, s, fast());
@@ -562,7 +563,8 @@ TEST_P(outbox_relay, rule_7_an_in_doubt_delivery_that_committed_is_recorded_by_r
   EXPECT_EQ(m.delivery_unrecorded, 0u);
 }
 
-TEST_P(outbox_relay, rule_7_an_in_doubt_delivery_that_did_not_commit_finds_the_lease_still_held_and_is_repeated) {
+TEST_P(outbox_relay,
+       rule_7_an_in_doubt_delivery_that_did_not_commit_finds_the_lease_still_held_and_is_repeated) {
   write({env("q2")});
   auto s = std::make_shared<in_doubt_sink>(false);
   relay r(*st_, s, fast());

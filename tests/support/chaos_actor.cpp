@@ -23,6 +23,8 @@
 //   For both, an id already stored means an earlier incarnation committed it
 //   before a kill cut off its log line: it is left out of the insert, and
 //   logged with the batch (it is in the table).
+#include <fmt/format.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -31,8 +33,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "spool/database.hpp"
 #include "spool/error.hpp"
@@ -189,8 +189,9 @@ int enqueue(const std::map<std::string, std::string>& o) {
 }
 
 bool stored(spool::database& db, const std::string& id) {
-  const std::string sql = db.kind() == spool::engine::postgres ? "SELECT 1 FROM outbox_messages WHERE id = $1"
-                                                               : "SELECT 1 FROM outbox_messages WHERE id = ?1";
+  const std::string sql = db.kind() == spool::engine::postgres
+                              ? "SELECT 1 FROM outbox_messages WHERE id = $1"
+                              : "SELECT 1 FROM outbox_messages WHERE id = ?1";
   return !db.exec(sql, {id}).empty();
 }
 

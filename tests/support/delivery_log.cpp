@@ -16,11 +16,12 @@ namespace spool::test {
 
 std::string delivery_report::summary() const {
   std::ostringstream s;
-  s << "produced " << produced << ", delivered " << delivered_ids << " ids in " << deliveries << " deliveries, acked "
-    << acked_ids << ", unlogged by producers " << unlogged << "; duplicates " << duplicates << " (explained "
-    << explained_duplicates << ", republished ids " << republished << "), lost " << lost.size() << ", acked twice "
-    << unexplained.size() << ", double claims " << double_claims.size() << ", order violations "
-    << order_violations.size() << ", final-state mismatches " << final_state.size();
+  s << "produced " << produced << ", delivered " << delivered_ids << " ids in " << deliveries
+    << " deliveries, acked " << acked_ids << ", unlogged by producers " << unlogged << "; duplicates "
+    << duplicates << " (explained " << explained_duplicates << ", republished ids " << republished
+    << "), lost " << lost.size() << ", acked twice " << unexplained.size() << ", double claims "
+    << double_claims.size() << ", order violations " << order_violations.size() << ", final-state mismatches "
+    << final_state.size();
   auto some = [&](const char* what, const std::vector<std::string>& v) {
     if (v.empty()) return;
     s << "\n  " << what << ":";
@@ -53,8 +54,8 @@ void find_double_claims(const std::string& id, const std::vector<const delivery_
                    [](const auto* a, const auto* b) { return a->receive_count < b->receive_count; });
   for (std::size_t i = 1; i < claims.size(); ++i) {
     if (claims[i]->receive_count == claims[i - 1]->receive_count) {
-      out.push_back(id + " (count " + std::to_string(claims[i]->receive_count) + " twice: " +
-                    claims[i - 1]->source + ", " + claims[i]->source + ")");
+      out.push_back(id + " (count " + std::to_string(claims[i]->receive_count) +
+                    " twice: " + claims[i - 1]->source + ", " + claims[i]->source + ")");
       return;
     }
   }
@@ -64,9 +65,10 @@ void find_double_claims(const std::string& id, const std::vector<const delivery_
     const std::int64_t live_until = first->asked_ns + first->window_ns;
     for (std::size_t j = i + 1; j < claims.size(); ++j) {
       if (claims[j]->at_ns + o.tolerance_ns < live_until) {
-        out.push_back(id + " (count " + std::to_string(claims[j]->receive_count) + " by " + claims[j]->source +
-                      " handled " + as_ms(live_until - claims[j]->at_ns) + " before the window of count " +
-                      std::to_string(first->receive_count) + " by " + first->source + " could end)");
+        out.push_back(id + " (count " + std::to_string(claims[j]->receive_count) + " by " +
+                      claims[j]->source + " handled " + as_ms(live_until - claims[j]->at_ns) +
+                      " before the window of count " + std::to_string(first->receive_count) + " by " +
+                      first->source + " could end)");
         return;
       }
     }
@@ -107,9 +109,9 @@ void find_strict_order_violations(const std::map<std::string, const produced_rec
     --it;
     const auto [ack_sent, earlier_seq] = it->second;
     if (d->at_ns + o.tolerance_ns < ack_sent) {
-      out.push_back(p->second->group + ": seq " + std::to_string(p->second->seq) + " handled by " + d->source + " " +
-                    as_ms(ack_sent - d->at_ns) + " before the ack of seq " + std::to_string(earlier_seq) +
-                    " was sent");
+      out.push_back(p->second->group + ": seq " + std::to_string(p->second->seq) + " handled by " +
+                    d->source + " " + as_ms(ack_sent - d->at_ns) + " before the ack of seq " +
+                    std::to_string(earlier_seq) + " was sent");
     }
   }
 }
@@ -117,7 +119,8 @@ void find_strict_order_violations(const std::map<std::string, const produced_rec
 }  // namespace
 
 delivery_report check_deliveries(const std::vector<produced_record>& produced,
-                                 const std::vector<delivery_record>& deliveries, const check_options& options) {
+                                 const std::vector<delivery_record>& deliveries,
+                                 const check_options& options) {
   delivery_report r;
   const std::set<std::string> again(options.republished.begin(), options.republished.end());
   r.republished = static_cast<long>(again.size());
@@ -209,8 +212,9 @@ void check_final_state(delivery_report& report, const std::vector<produced_recor
   }
 }
 
-std::vector<produced_record> resequenced(const std::vector<produced_record>& produced,
-                                         const std::map<std::string, std::pair<std::string, std::int64_t>>& rank) {
+std::vector<produced_record> resequenced(
+    const std::vector<produced_record>& produced,
+    const std::map<std::string, std::pair<std::string, std::int64_t>>& rank) {
   std::vector<produced_record> out = produced;
   for (auto& p : out) {
     const auto it = rank.find(p.id);
@@ -247,8 +251,9 @@ bool to_int(const std::string& s, std::int64_t& v) {
 
 }  // namespace
 
-void read_logs(const std::filesystem::path& dir, const std::string& prefix, std::vector<produced_record>& produced,
-               std::vector<delivery_record>& deliveries, std::vector<std::string>* republished) {
+void read_logs(const std::filesystem::path& dir, const std::string& prefix,
+               std::vector<produced_record>& produced, std::vector<delivery_record>& deliveries,
+               std::vector<std::string>* republished) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(prefix, 0) != 0 || entry.path().extension() != ".log") continue;
@@ -295,7 +300,8 @@ log_writer::~log_writer() {
 void log_writer::line(const std::string& text) {
   const std::string l = text + "\n";
   const ssize_t n = ::write(fd_, l.data(), l.size());
-  if (n != static_cast<ssize_t>(l.size())) throw std::system_error(errno, std::generic_category(), "write log line");
+  if (n != static_cast<ssize_t>(l.size()))
+    throw std::system_error(errno, std::generic_category(), "write log line");
 }
 
 std::int64_t monotonic_ns() {

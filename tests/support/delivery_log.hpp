@@ -40,9 +40,9 @@ struct delivery_record {
   std::int64_t receive_count = 0;  // 0: unknown
   std::int64_t at_ns = 0;
   bool acked = false;
-  std::string source;  // the log it came from, for reports
+  std::string source;                        // the log it came from, for reports
   std::int64_t asked_ns = 0, window_ns = 0;  // window_ns 0: no fixed window
-  std::int64_t ack_started_ns = 0;            // 0: unknown (or not acked)
+  std::int64_t ack_started_ns = 0;           // 0: unknown (or not acked)
 };
 
 struct check_options {
@@ -62,20 +62,20 @@ struct check_options {
 };
 
 struct delivery_report {
-  long produced = 0;           // distinct ids the producers logged
-  long delivered_ids = 0;      // distinct ids handled at least once
-  long deliveries = 0;         // handle records
-  long acked_ids = 0;          // distinct ids with a successful ack
-  long unlogged = 0;           // handled ids no producer logged (committed, killed before the log line)
-  long duplicates = 0;         // deliveries after an id's first
+  long produced = 0;       // distinct ids the producers logged
+  long delivered_ids = 0;  // distinct ids handled at least once
+  long deliveries = 0;     // handle records
+  long acked_ids = 0;      // distinct ids with a successful ack
+  long unlogged = 0;       // handled ids no producer logged (committed, killed before the log line)
+  long duplicates = 0;     // deliveries after an id's first
   long explained_duplicates = 0;
-  long republished = 0;        // ids a producer's repeated publish inserted anew
-  std::vector<std::string> acked;              // the acked ids, sorted
-  std::vector<std::string> lost;               // produced, never handled
-  std::vector<std::string> unexplained;        // ids acked by more than one delivery
-  std::vector<std::string> double_claims;      // a second claim while the first was live
-  std::vector<std::string> order_violations;   // "group: seq b first handled after seq a > b"
-  std::vector<std::string> final_state;        // the table disagrees with the log (check_final_state)
+  long republished = 0;                       // ids a producer's repeated publish inserted anew
+  std::vector<std::string> acked;             // the acked ids, sorted
+  std::vector<std::string> lost;              // produced, never handled
+  std::vector<std::string> unexplained;       // ids acked by more than one delivery
+  std::vector<std::string> double_claims;     // a second claim while the first was live
+  std::vector<std::string> order_violations;  // "group: seq b first handled after seq a > b"
+  std::vector<std::string> final_state;       // the table disagrees with the log (check_final_state)
 
   [[nodiscard]] bool ok() const {
     return lost.empty() && unexplained.empty() && double_claims.empty() && order_violations.empty() &&
@@ -108,8 +108,9 @@ void check_final_state(delivery_report& report, const std::vector<produced_recor
 
 // Parses every file named <prefix>*.log in dir. Producer files hold P lines,
 // consumer files H and A lines; both may be the same file.
-void read_logs(const std::filesystem::path& dir, const std::string& prefix, std::vector<produced_record>& produced,
-               std::vector<delivery_record>& deliveries, std::vector<std::string>* republished = nullptr);
+void read_logs(const std::filesystem::path& dir, const std::string& prefix,
+               std::vector<produced_record>& produced, std::vector<delivery_record>& deliveries,
+               std::vector<std::string>* republished = nullptr);
 
 // Appends one whole line with a single write(2) (O_APPEND): what a process
 // killed right after it wrote survives. Throws std::system_error.
