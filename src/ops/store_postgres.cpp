@@ -471,8 +471,10 @@ std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const 
       if (fresh.count(it.id) == 0) skipped.push_back(it.id);
     }
   }
+  // intent::write: when this lookup fails, the insert before it may have
+  // committed, so the caller must hear in_doubt, never "nothing was done".
   const auto taken = conn.query(ops_sql(engine::postgres, "existing_ids", config), {text_array(skipped)},
-                                intent::read, call);
+                                intent::write, call);
   return outcomes(items, inserted, taken);
 }
 
