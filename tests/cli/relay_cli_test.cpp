@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "support/eventually.hpp"
 #include "support/test_db.hpp"
 #include "support/webhook_receiver.hpp"
 
@@ -30,14 +31,10 @@ using spool::test::with;
 
 using spool::test::engine_kind;
 
+// Each backlog() poll spawns a CLI process: poll every 20 ms, not 5.
 template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(60)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
+bool eventually(Pred pred) {
+  return spool::test::eventually(pred, std::chrono::seconds(60), std::chrono::milliseconds(20));
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
