@@ -8,9 +8,11 @@
 #   bench/run.sh [RESULTS.jsonl]
 #
 # Builds `spool` in build-bench (Release) unless SPOOL_CLI names a binary,
-# starts a throwaway PostgreSQL (tests/support/pg_server.sh: fsync,
-# synchronous_commit and full_page_writes off, shared_buffers 128MB; the
-# machine line records them), and writes every result as one JSON line to
+# starts a throwaway PostgreSQL (tests/support/pg_server.sh with
+# SPOOL_PG_DURABLE=1: fsync, synchronous_commit and full_page_writes on,
+# shared_buffers 256MB, as users run it; FAST=1 turns all three off for
+# profiling, and the machine line of such a run says "durable":false), and
+# writes every result as one JSON line to
 # RESULTS (default bench/results/<UTC date>.jsonl) and to stdout; progress goes
 # to stderr. The server is stopped on exit, also on failure or Ctrl-C.
 # Nothing here asserts timings. Needs pgbench, psql and jq.
@@ -18,8 +20,12 @@
 # Lines, told apart by their keys:
 #   {"kind":"machine",…}          nproc, memory, CPU model, server settings;
 #   {"engine","capability","workload",…}  a Spool result (W1, W2, W3, W4, backlog);
-#   {"kind":"floor",…}            a pgbench floor result;
-#   {"kind":"ratio",…}            a Spool result over its floor;
+#   {"kind":"floor",…}            a pgbench floor result: floor_insert (publish),
+#                                 floor_claim (one-commit: DELETE … SKIP LOCKED)
+#                                 and floor_alo (at-least-once: a visibility-timeout
+#                                 claim UPDATE, then a DELETE by id, two commits);
+#   {"kind":"ratio",…}            a Spool result over a floor of the same cycle
+#                                 (drains: one line per floor, floor_alo first);
 #   {"kind":"backlog_growth",…}   cost per message at the largest backlog over 1k;
 #   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one;
 #   {"kind":"rss",…}              peak resident memory of spool mq work, ops work
@@ -31,7 +37,8 @@
 # SQLITE_BACKLOG_SIZES [1000,100000], SQLITE_BACKLOG_CYCLES [300] (every SQLite
 # commit is an fsync), CAPABILITIES [mq,ops,outbox],
 # FLOOR_CLAIM1_MESSAGES [20000] (floor_claim batch 1 takes this many of the
-# backlog), PAYLOAD_BYTES [256], QUICK (set: smoke sizes everywhere).
+# backlog), PAYLOAD_BYTES [256], QUICK (set: smoke sizes everywhere),
+# FAST (set: a non-durable server, for profiling only).
 set -Eeuo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,6 +62,13 @@ if [[ -n ${QUICK:-} ]]; then
 fi
 
 say() { echo "run.sh: $*" >&2; }
+if [[ -n ${FAST:-} ]]; then
+  say "FAST: fsync, synchronous_commit and full_page_writes OFF: figures for profiling, not for users"
+  DURABLE=false
+else
+  export SPOOL_PG_DURABLE=1
+  DURABLE=true
+fi
 
 if [[ -z ${SPOOL_CLI:-} ]]; then
   SPOOL_CLI=$ROOT/build-bench/spool
@@ -99,7 +113,8 @@ jq -c -n --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | he
   --argjson nproc "$(nproc)" --argjson mem "$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)" \
   --arg kernel "$(uname -r)" --arg date "$(date -u +%FT%TZ)" --argjson pg "$SETTINGS" \
   --arg sqlite "$(sqlite3 --version 2>/dev/null | cut -d' ' -f1)" --arg commit "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-  '{kind:"machine", date:$date, commit:$commit, nproc:$nproc, mem_kb:$mem, cpu:$cpu, kernel:$kernel,
+  --argjson durable "$DURABLE" \
+  '{kind:"machine", date:$date, commit:$commit, durable:$durable, nproc:$nproc, mem_kb:$mem, cpu:$cpu, kernel:$kernel,
     postgres:$pg, sqlite:$sqlite, sqlite_synchronous:"full"}' | emit
 
 # ---- Spool ----
@@ -173,6 +188,16 @@ EOF
 cat >"$WORK/floor_claim.sql" <<'EOF'
 DELETE FROM floor_q WHERE id = ANY(ARRAY(SELECT id FROM floor_q ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED));
 EOF
+# The at-least-once floor: the minimal visibility-timeout queue (the shape of
+# the fastest peer's cycle), written by us. A claim UPDATE that sets the
+# visibility and counts the read, committed; then a DELETE of the claimed ids,
+# committed: two transactions per batch, as every Spool drain has.
+psql_bench -c 'CREATE TABLE floor_alo (id bigserial PRIMARY KEY, vt timestamptz NOT NULL DEFAULT now(),
+  reads integer NOT NULL DEFAULT 0, payload text NOT NULL)' -c 'CREATE INDEX ON floor_alo (vt)'
+cat >"$WORK/floor_alo.sql" <<'EOF'
+WITH claimed AS (UPDATE floor_alo SET vt = now() + interval '30 seconds', reads = reads + 1 WHERE id IN (SELECT id FROM floor_alo WHERE vt <= now() ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id, payload) SELECT array_agg(id) AS ids FROM claimed \gset
+DELETE FROM floor_alo WHERE id = ANY(:ids::bigint[]);
+EOF
 
 # The held session of the held-snapshot floor: psql reading a FIFO, inside a
 # REPEATABLE READ transaction whose snapshot its SELECT took.
@@ -202,10 +227,13 @@ release_snapshot() {
 # pgbench (floor_claim from a preloaded backlog of BACKLOG), one JSON line.
 floor() {
   local workload=$1 batch=$2 clients=$3 messages=$4 held=${5:-} tps rate
-  psql_bench -c 'TRUNCATE floor_q'
+  psql_bench -c 'TRUNCATE floor_q, floor_alo'
   if [[ $workload == floor_claim ]]; then
     psql_bench -c "INSERT INTO floor_q (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $BACKLOG)" \
       -c 'ANALYZE floor_q'
+  elif [[ $workload == floor_alo ]]; then
+    psql_bench -c "INSERT INTO floor_alo (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $BACKLOG)" \
+      -c 'ANALYZE floor_alo'
   fi
   [[ -n $held ]] && hold_snapshot
   local per_client=$((messages / (batch * clients)))
@@ -219,7 +247,7 @@ floor() {
   local n=$((per_client * batch * clients))
   jq -c -n --arg w "$workload" --argjson n "$n" --argjson pad "$PAYLOAD_BYTES" --argjson b "$batch" \
     --argjson c "$clients" --arg sync "$SYNC" --arg fsync "$FSYNC" --argjson rate "$rate" \
-    --argjson backlog "$([[ $workload == floor_claim ]] && echo "$BACKLOG" || echo 0)" \
+    --argjson backlog "$([[ $workload == floor_insert ]] && echo 0 || echo "$BACKLOG")" \
     --argjson held "$([[ -n $held ]] && echo true || echo false)" \
     '{kind:"floor", engine:"postgres", workload:$w, messages:$n, payload_bytes:$pad, batch:$b, clients:$c,
       backlog:$backlog, synchronous_commit:$sync, fsync:$fsync, held_snapshot:$held, msgs_per_s:$rate,
@@ -228,11 +256,15 @@ floor() {
 floor floor_insert 1 1 "$FLOOR_INSERT1_MESSAGES"
 floor floor_insert 100 1 "$FLOOR_INSERT100_MESSAGES"
 for clients in 1 4 16; do
-  floor floor_claim 1 "$clients" "$FLOOR_CLAIM1_MESSAGES"
-  floor floor_claim 100 "$clients" "$BACKLOG"
+  for w in floor_alo floor_claim; do
+    floor "$w" 1 "$clients" "$FLOOR_CLAIM1_MESSAGES"
+    floor "$w" 100 "$clients" "$BACKLOG"
+  done
 done
-floor floor_claim 1 4 "$FLOOR_CLAIM1_MESSAGES" held
-floor floor_claim 100 4 "$BACKLOG" held
+for w in floor_alo floor_claim; do
+  floor "$w" 1 4 "$FLOOR_CLAIM1_MESSAGES" held
+  floor "$w" 100 4 "$BACKLOG" held
+done
 
 # ---- ratios ----
 jq -c -s '
@@ -242,12 +274,12 @@ jq -c -s '
   map(select(.kind == null and .engine == "postgres")) as $spool
   | ($spool[]
      | . as $l
-     | (if .workload == "W1" then {w: "floor_insert", b: 1, c: 1, h: false}
-        elif .workload == "W2" then {w: "floor_insert", b: 100, c: 1, h: false}
-        elif .workload == "W3" then {w: "floor_claim", b: .consumer_batch, c: .workers, h: .held_snapshot}
-        elif .workload == "backlog" then {w: "floor_claim", b: 1, c: 1, h: false}
-        else null end) as $k
-     | select($k != null)
+     | (if .workload == "W1" then [{w: "floor_insert", b: 1, c: 1, h: false}]
+        elif .workload == "W2" then [{w: "floor_insert", b: 100, c: 1, h: false}]
+        elif .workload == "W3" then [{w: "floor_alo", b: .consumer_batch, c: .workers, h: .held_snapshot},
+                                     {w: "floor_claim", b: .consumer_batch, c: .workers, h: .held_snapshot}]
+        elif .workload == "backlog" then [{w: "floor_alo", b: 1, c: 1, h: false}, {w: "floor_claim", b: 1, c: 1, h: false}]
+        else [] end)[] as $k
      | floor_of($k) as $f
      | select($f != null)
      | {kind: "ratio", engine: "postgres", capability: .capability, workload: .workload, backlog: .backlog,

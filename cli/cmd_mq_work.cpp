@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "common.hpp"
@@ -24,6 +25,7 @@ namespace {
 struct work_args {
   std::string queue, schema, exec, visibility;
   std::size_t concurrency = 4;
+  std::size_t batch = 1;     // --batch: messages per claim and per CMD run
   std::string metrics_addr;  // --metrics-addr
 };
 
@@ -37,18 +39,25 @@ void run_work(cli_context& ctx, const work_args& a) {
       open_database(ctx),
       {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
   (void)q.metrics();  // fail fast (missing tables, unreachable) before starting workers
-  spool::mq::consumer c(
-      q,
-      [&a](const spool::mq::delivered_message& d) {
-        std::vector<std::pair<std::string, std::string>> env = {
-            {"SPOOL_MQ_ID", d.broker_message_id},
-            {"SPOOL_MQ_RECEIVE_COUNT", d.receive_count ? std::to_string(*d.receive_count) : ""}};
-        if (d.group) env.emplace_back("SPOOL_MQ_GROUP", *d.group);
-        const auto r = run_command(a.exec, spool::mq::encode(d.body) + "\n", env);
-        if (r.exit_code != 0)
-          throw std::runtime_error(fmt::format("exit {}: {}", r.exit_code, r.stderr_tail));
-      },
-      {.concurrency = a.concurrency});
+  const spool::mq::consumer_options options{.concurrency = a.concurrency, .batch = a.batch};
+  const auto one = [&a](const spool::mq::delivered_message& d) {
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"SPOOL_MQ_ID", d.broker_message_id},
+        {"SPOOL_MQ_RECEIVE_COUNT", d.receive_count ? std::to_string(*d.receive_count) : ""}};
+    if (d.group) env.emplace_back("SPOOL_MQ_GROUP", *d.group);
+    const auto r = run_command(a.exec, spool::mq::encode(d.body) + "\n", env);
+    if (r.exit_code != 0) throw std::runtime_error(fmt::format("exit {}: {}", r.exit_code, r.stderr_tail));
+  };
+  // --batch N > 1: one CMD run per claimed batch, one message per stdin line;
+  // exit 0 acks them all, any other exit nacks them all.
+  const auto many = [&a](std::span<const spool::mq::delivered_message> got) {
+    std::string input;
+    for (const auto& d : got) input += spool::mq::encode(d.body) + "\n";
+    const auto r = run_command(a.exec, input, {{"SPOOL_MQ_COUNT", std::to_string(got.size())}});
+    if (r.exit_code != 0) throw std::runtime_error(fmt::format("exit {}: {}", r.exit_code, r.stderr_tail));
+  };
+  spool::mq::consumer c = a.batch > 1 ? spool::mq::consumer(q, spool::mq::batch_handler(many), options)
+                                      : spool::mq::consumer(q, spool::mq::message_handler(one), options);
   // Operability: the --metrics-addr endpoint and the progress line (both stop before the summary).
   using namespace spool::prometheus;
   const labels queue_label{{"queue", a.queue}};
@@ -117,6 +126,11 @@ void add_mq_work_command(CLI::App& mq, cli_context& ctx) {
   work->add_option("--exec", a->exec, "Shell command run for each message (via /bin/sh -c)")->required();
   work->add_option("--concurrency", a->concurrency, "Messages handled at once")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
+      ->capture_default_str();
+  work->add_option("--batch", a->batch,
+                   "Messages each worker claims at once; above 1, CMD runs once per claimed batch with one "
+                   "message per stdin line and SPOOL_MQ_COUNT set, and its exit acks or nacks them all")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();
   work->add_option("--visibility", a->visibility, "Claim window [default: 30s] (a bare integer is seconds)");
   add_metrics_option(*work, a->metrics_addr);

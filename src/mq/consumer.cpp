@@ -29,9 +29,13 @@ std::chrono::seconds consumer::backoff(std::int64_t receive_count, std::chrono::
 }
 
 struct consumer::impl {
-  impl(queue& q, message_handler h, consumer_options o) : q(q), handler(std::move(h)), opts(o) {
+  impl(queue& q, message_handler h, batch_handler bh, consumer_options o)
+      : q(q), handler(std::move(h)), whole_batch(std::move(bh)), opts(o) {
     if (opts.concurrency == 0) throw error(errc::invalid_argument, "consumer concurrency must be at least 1");
-    if (!handler) throw error(errc::invalid_argument, "consumer needs a handler");
+    if (!handler && !whole_batch) throw error(errc::invalid_argument, "consumer needs a handler");
+    if (opts.batch == 0 || opts.batch > 1000) {
+      throw error(errc::invalid_argument, fmt::format("consumer batch must be 1 … 1000, got {}", opts.batch));
+    }
     if (opts.retry_jitter < 0 || opts.retry_jitter >= 1) {
       throw error(errc::invalid_argument, fmt::format("retry_jitter must be in [0, 1), got {}", opts.retry_jitter));
     }
@@ -42,7 +46,7 @@ struct consumer::impl {
     while (!stop.stop_requested()) {
       std::vector<delivered_message> got;
       try {
-        got = q.poll_wait(1, opts.idle_wait, {std::nullopt, stop});
+        got = q.poll_wait(opts.batch, opts.idle_wait, {std::nullopt, stop});
       } catch (const error& e) {
         if (stop.stop_requested() || e.code() == errc::stopped) return;
         ++poll_errors;
@@ -50,18 +54,49 @@ struct consumer::impl {
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         continue;
       }
-      for (const auto& d : got) handle(d, rng);
+      for (const auto& d : got) track(d.receipt, true);
+      if (whole_batch) {
+        handle_batch(got, rng);
+        continue;
+      }
+      std::vector<const delivered_message*> succeeded;
+      std::size_t next = 0;
+      for (; next < got.size() && (next == 0 || !stop.stop_requested()); ++next) {
+        if (handle(got[next], rng)) succeeded.push_back(&got[next]);
+      }
+      ack_all(succeeded);
+      release_unstarted(got, next);
     }
   }
 
-  void handle(const delivered_message& d, std::mt19937_64& rng) {
+  // Runs the handler on one message; a failure is nacked here, a success is
+  // returned for the batch's ack.
+  bool handle(const delivered_message& d, std::mt19937_64& rng) {
     ++delivered;
-    track(d.receipt, true);
-    bool ok = true;
     std::string why;
+    const bool ok = run_handler([&] { handler(d); }, why);
+    if (!ok) nack(d, why, rng);
+    return ok;
+  }
+
+  void handle_batch(const std::vector<delivered_message>& got, std::mt19937_64& rng) {
+    delivered += got.size();
+    std::string why;
+    if (run_handler([&] { whole_batch(std::span<const delivered_message>(got)); }, why)) {
+      std::vector<const delivered_message*> all;
+      for (const auto& d : got) all.push_back(&d);
+      ack_all(all);
+    } else {
+      for (const auto& d : got) nack(d, why, rng);
+    }
+  }
+
+  template <class Call>
+  bool run_handler(Call&& call, std::string& why) {
+    bool ok = true;
     const auto began = std::chrono::steady_clock::now();
     try {
-      handler(d);
+      call();
     } catch (const std::exception& e) {
       ok = false;
       why = e.what();
@@ -69,23 +104,49 @@ struct consumer::impl {
       ok = false;
       why = "unknown exception";
     }
-    {
-      std::lock_guard lock(mutex);
-      handler_latency.observe(std::chrono::steady_clock::now() - began);
-      if (!ok) ++failed;
-    }
-    // Outcomes are recorded even while stopping: they carry no stop token. The
-    // claim stays tracked (and extended) until its outcome is recorded.
-    if (ok) {
-      if (record(d, "ack", [&] { q.ack(d.receipt); })) ++acked;
-    } else {
-      const auto base = backoff(d.receive_count.value_or(1), opts.max_retry_delay);
-      std::uniform_real_distribution<double> jitter(1 - opts.retry_jitter, 1 + opts.retry_jitter);
-      const auto delay = std::chrono::seconds(std::llround(static_cast<double>(base.count()) * jitter(rng)));
-      log().info("consumer: message {} failed ({}); retry in {} s", d.broker_message_id, why, delay.count());
-      if (record(d, "nack", [&] { (void)q.nack(d.receipt, delay); })) ++nacked;
-    }
+    std::lock_guard lock(mutex);
+    handler_latency.observe(std::chrono::steady_clock::now() - began);
+    if (!ok) ++failed;
+    return ok;
+  }
+
+  // Outcomes are recorded even while stopping: they carry no stop token. A
+  // claim stays tracked (and extended) until its outcome is recorded.
+  void nack(const delivered_message& d, const std::string& why, std::mt19937_64& rng) {
+    const auto base = backoff(d.receive_count.value_or(1), opts.max_retry_delay);
+    std::uniform_real_distribution<double> jitter(1 - opts.retry_jitter, 1 + opts.retry_jitter);
+    const auto delay = std::chrono::seconds(std::llround(static_cast<double>(base.count()) * jitter(rng)));
+    log().info("consumer: message {} failed ({}); retry in {} s", d.broker_message_id, why, delay.count());
+    if (record(d.broker_message_id, "nack", [&] { (void)q.nack(d.receipt, delay); })) ++nacked;
     track(d.receipt, false);
+  }
+
+  // One ack for one message, one ack_batch for more. After an in_doubt
+  // attempt a repeated ack_batch reports the already-deleted rows as
+  // not_found: those count as settled, not as acked here.
+  void ack_all(const std::vector<const delivered_message*>& done) {
+    if (done.size() == 1) {
+      if (record(done[0]->broker_message_id, "ack", [&] { q.ack(done[0]->receipt); })) ++acked;
+    } else if (!done.empty()) {
+      std::vector<std::string> receipts;
+      receipts.reserve(done.size());
+      for (const auto* d : done) receipts.push_back(d->receipt);
+      std::vector<ack_status> statuses;
+      const auto what = fmt::format("{} and {} more", done[0]->broker_message_id, done.size() - 1);
+      if (record(what, "ack", [&] { statuses = q.ack_batch(receipts); })) {
+        acked += static_cast<std::uint64_t>(std::count(statuses.begin(), statuses.end(), ack_status::acked));
+      }
+    }
+    for (const auto* d : done) track(d->receipt, false);
+  }
+
+  // At stop, claims no handler started go back at once (defer: no failure
+  // counted) instead of waiting out their window.
+  void release_unstarted(const std::vector<delivered_message>& got, std::size_t from) {
+    for (std::size_t i = from; i < got.size(); ++i) {
+      (void)record(got[i].broker_message_id, "release", [&] { (void)q.defer(got[i].receipt); });
+      track(got[i].receipt, false);
+    }
   }
 
   // Runs one outcome call, repeating it after a retryable failure (SQLite
@@ -95,7 +156,7 @@ struct consumer::impl {
   // in_doubt attempt, not_found means that attempt (or the window) already
   // settled the claim. Returns whether the call took effect here.
   template <class Call>
-  bool record(const delivered_message& d, const char* what, Call&& call) {
+  bool record(const std::string& id, const char* what, Call&& call) {
     using clock = std::chrono::steady_clock;
     const auto give_up = clock::now() + q.visibility_timeout() / 3;
     std::chrono::milliseconds pause{25};
@@ -106,13 +167,12 @@ struct consumer::impl {
         return true;
       } catch (const error& e) {
         if (doubt && e.code() == errc::not_found) {
-          log().info("consumer: {} of message {} was in doubt and is settled now", what, d.broker_message_id);
+          log().info("consumer: {} of message {} was in doubt and is settled now", what, id);
           return false;
         }
         if (!e.retryable() || clock::now() + pause > give_up) {
           ++outcome_errors;
-          log().warn("consumer: could not record the outcome ({}) of message {}: {}", what, d.broker_message_id,
-                     e.what());
+          log().warn("consumer: could not record the outcome ({}) of message {}: {}", what, id, e.what());
           return false;
         }
         doubt = doubt || e.code() == errc::in_doubt;
@@ -156,6 +216,7 @@ struct consumer::impl {
 
   queue& q;
   message_handler handler;
+  batch_handler whole_batch;
   consumer_options opts;
   std::mutex mutex;
   std::condition_variable keeper_cv;
@@ -174,7 +235,10 @@ struct consumer::impl {
 };
 
 consumer::consumer(queue& q, message_handler handler, consumer_options options)
-    : impl_(std::make_unique<impl>(q, std::move(handler), options)) {}
+    : impl_(std::make_unique<impl>(q, std::move(handler), batch_handler(), options)) {}
+
+consumer::consumer(queue& q, batch_handler handler, consumer_options options)
+    : impl_(std::make_unique<impl>(q, message_handler(), std::move(handler), options)) {}
 
 consumer::~consumer() { stop(); }
 

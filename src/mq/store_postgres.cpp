@@ -85,7 +85,11 @@ class postgres_store final : public store {
 
   bool ack(const std::string& queue, const std::string& id, const std::string& receipt,
            const call_options& c) override {
-    return run_affecting("ack", {queue, id, receipt}, c, &queue);
+    // No NOTIFY (issue 13): a claimed row is invisible, so its ack unblocks no
+    // waiting consumer (only a strict-order successor, which the acking
+    // consumer's next poll or the poll fallback claims), and NOTIFY's
+    // commit-time lock would serialise every ack.
+    return run_affecting("ack", {queue, id, receipt}, c);
   }
   bool release(const std::string& queue, const std::string& id, const std::string& receipt,
                std::int64_t delay_s, const call_options& c) override {
@@ -104,9 +108,9 @@ class postgres_store final : public store {
     for (const auto& s : receipts) receipt_ptrs.push_back(&s);
     auto conn = db_.pg_pool().acquire(c);
     const auto rows = pg::detail::rows_of(
-        write(*conn, sql_.at("ack_batch"),
-              {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)}, {queue}, c)
-            .get());
+        conn->exec(sql_.at("ack_batch"),
+                   {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)}, intent::write, c)
+            .get());  // no NOTIFY, as for ack
     std::unordered_map<std::string, bool> deleted;
     for (const auto& r : rows) deleted[*r[0]] = true;
     std::vector<bool> out(receipts.size(), false);

@@ -17,6 +17,7 @@
 #include "spool/mq/queue.hpp"
 #include "spool/pg_native.hpp"
 #include "mq/store.hpp"
+#include "support/eventually.hpp"
 #include "support/expect_error.hpp"
 #include "support/test_db.hpp"
 
@@ -226,6 +227,64 @@ TEST_F(mq_postgres, ack_nack_defer_and_extend_are_primary_key_index_scans_with_t
   }
 }
 
+TEST_F(mq_postgres, an_ungrouped_claim_walks_only_visible_rows_and_touches_no_index_beyond_the_legacy_two) {
+  spool::migrate(*db_);
+  // 10,000 in flight (visible_at in the future) before 100 visible rows: the
+  // walk must start at the visible ones, not pass the in-flight ones.
+  pg_exec(uri_,
+          "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+          "created_at, receive_count) SELECT 'f' || i, 'q', NULL, 'r', 4000000000, '{}', 0, 1 "
+          "FROM generate_series(1, 10000) i;"
+          "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+          "created_at, receive_count) SELECT 'v' || i, 'q', NULL, NULL, 1, '{}', 1, 0 FROM generate_series(1, 100) i;"
+          "ANALYZE queue_messages");
+  std::string sql = mq::detail::render_sql("postgres/mq/queries/claim.sql", "");
+  sql.replace(sql.find("{{limit}}"), 9, "10");
+  std::string plan;
+  for (const auto& row :
+       pg_query(uri_, "PREPARE c(text, text, bigint, boolean) AS " + sql +
+                          ";\nEXPLAIN (ANALYZE, COSTS OFF) EXECUTE c('q', '0f0e0d0c-0b0a-4908-8706-050403020100', 30, false)")) {
+    plan += *row[0] + "\n";
+  }
+  EXPECT_NE(plan.find("Index Scan using idx_queue_visible on queue_messages m"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("(visible_at <= $"), std::string::npos) << plan;  // a range bound, not a filter
+  EXPECT_NE(plan.find("Index Scan using idx_queue_group_head"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("idx_queue_fifo"), std::string::npos) << plan;
+  EXPECT_EQ(scalar("SELECT count(*) FROM queue_messages WHERE receipt_handle LIKE '0f0e0d0c-%'"), 10);
+}
+
+// With notify on, publishes wake consumers; an ack unblocks nothing a
+// consumer waits for (a claimed row is invisible: Gate A and B skip it), so it
+// sends no NOTIFY, whose commit-time lock would serialise every ack (issue 13).
+TEST_F(mq_postgres, with_notify_on_an_ack_and_an_ack_batch_send_no_notification) {
+  (void)spool::migrate(*db_);
+  PGconn* listener = PQconnectdb(uri_.c_str());
+  ASSERT_EQ(PQstatus(listener), CONNECTION_OK);
+  PQclear(PQexec(listener, "LISTEN spool_mq"));
+  std::vector<std::string> heard;
+  const auto drain = [&] {
+    PQconsumeInput(listener);
+    while (PGnotify* n = PQnotifies(listener)) {
+      heard.emplace_back(n->extra);
+      PQfreemem(n);
+    }
+  };
+  mq::queue q(*db_, {.name = "quiet", .notify = true});
+  (void)q.publish_batch({msg("a"), msg("b"), msg("c")});
+  ASSERT_TRUE(eventually([&] { drain(); return heard.size() == 1; }));  // the publish's
+  auto got = q.poll(3);
+  ASSERT_EQ(got.size(), 3u);
+  q.ack(got[0].receipt);
+  (void)q.ack_batch({got[1].receipt, got[2].receipt});
+  // A publish to another queue after the acks committed marks the end:
+  // notifications arrive in commit order.
+  mq::queue marker(*db_, {.name = "marker", .notify = true});
+  (void)marker.publish(msg("d"));
+  ASSERT_TRUE(eventually([&] { drain(); return !heard.empty() && heard.back() == "marker"; }));
+  EXPECT_EQ(heard, (std::vector<std::string>{"quiet", "marker"}));  // the publishes, no ack
+  PQfinish(listener);
+}
+
 TEST_F(mq_postgres, init_schema_is_idempotent_and_carries_over_the_legacy_error_table_in_its_own_schema_only) {
   pg_exec(uri_,
           "CREATE TABLE queue_messages_failed (id TEXT NOT NULL, queue_name TEXT NOT NULL, message_group_id TEXT, "
@@ -238,7 +297,7 @@ TEST_F(mq_postgres, init_schema_is_idempotent_and_carries_over_the_legacy_error_
           "('carried', 'q', 'g', 'p', 'bad json', 3, 3, 3);"
           "CREATE SCHEMA other; CREATE TABLE other.queue_message_errors (id TEXT);"
           "INSERT INTO other.queue_message_errors VALUES ('untouched')");
-  EXPECT_EQ(mq::migrate(*db_).size(), 2u);
+  EXPECT_EQ(mq::migrate(*db_).size(), 3u);
   EXPECT_TRUE(mq::migrate(*db_).empty());
   EXPECT_EQ(scalar("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public' AND table_name = "
                    "'queue_message_errors'"),
@@ -278,29 +337,45 @@ TEST_F(mq_postgres, quarantine_works_on_rust_and_java_shaped_failed_tables) {
   }
 }
 
-TEST_F(mq_postgres, migrate_creates_the_performance_indexes_idempotently_and_rebuilds_an_invalid_one) {
+TEST_F(mq_postgres, migrate_creates_the_performance_index_idempotently_and_rebuilds_an_invalid_one) {
   (void)spool::migrate(*db_);
   const std::string indexes =
-      "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname IN "
-      "('idx_queue_group_order', 'idx_queue_fifo') AND i.indisvalid";
-  EXPECT_EQ(scalar(indexes), 2);
+      "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = "
+      "'idx_queue_group_head' AND i.indisvalid";
+  EXPECT_EQ(scalar(indexes), 1);
+  // mq/3 replaced mq/2's two indexes: a claim writes only the legacy indexes for an ungrouped row.
+  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo')"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM pg_index WHERE indrelid = 'queue_messages'::regclass"), 3);
   // Simulate an interrupted CONCURRENTLY build: an invalid index and no ledger row.
   pg_exec(uri_,
-          "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'idx_queue_fifo'::regclass;"
-          "DELETE FROM spool_schema_migrations WHERE component = 'mq' AND version = 2");
-  EXPECT_EQ(scalar(indexes), 1);
+          "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'idx_queue_group_head'::regclass;"
+          "DELETE FROM spool_schema_migrations WHERE component = 'mq' AND version = 3");
+  EXPECT_EQ(scalar(indexes), 0);
   const auto applied = spool::migrate(*db_);
   ASSERT_EQ(applied.size(), 1u);
-  EXPECT_EQ(applied[0].version, 2);
-  EXPECT_EQ(scalar(indexes), 2);
+  EXPECT_EQ(applied[0].version, 3);
+  EXPECT_EQ(scalar(indexes), 1);
   EXPECT_TRUE(spool::migrate(*db_).empty());
+}
+
+TEST_F(mq_postgres, reverting_mq_3_restores_the_mq_2_indexes) {
+  (void)spool::migrate(*db_);
+  revert_migration(*db_, "mq/3", true);
+  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo')"), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname = 'idx_queue_group_head'"), 0);
+  mq::queue q(*db_, {.name = "q"});
+  (void)q.publish_batch({msg("a", "g"), msg("b", "g"), msg("c")});
+  EXPECT_EQ(q.poll(10).size(), 2u);
 }
 
 TEST_F(mq_postgres, the_queue_works_without_the_performance_indexes_after_reverting_them) {
   (void)spool::migrate(*db_);
   EXPECT_SPOOL_ERROR(revert_migration(*db_, "mq/2", false), errc::invalid_argument);
+  revert_migration(*db_, "mq/3", true);
   revert_migration(*db_, "mq/2", true);
-  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo')"), 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo', "
+                   "'idx_queue_group_head')"),
+            0);
   mq::queue q(*db_, {.name = "q"});
   (void)q.publish_batch({msg("a", "g"), msg("b", "g"), msg("c")});
   auto got = q.poll(10);

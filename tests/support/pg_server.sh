@@ -14,6 +14,8 @@
 #                               eval "$(tests/support/pg_server.sh env /tmp/spool-pg)"
 #
 # The cluster is for tests only: trust auth, fsync off. Its log is DIR/log.
+# SPOOL_PG_DURABLE=1 at start gives the settings users run instead (fsync, synchronous_commit and
+# full_page_writes on, shared_buffers 256MB): the benchmark's default (bench/run.sh).
 #
 # PostgreSQL refuses to run as root, and CI runs as root: then the server runs as the system user
 # spool-pg (created on first use). If spool-pg cannot reach DIR (a parent directory is private, as
@@ -240,11 +242,12 @@ do_start() {
 # ---- added by tests/support/pg_server.sh: a throwaway test cluster ----
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$RUN'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+$(if [[ -n ${SPOOL_PG_DURABLE:-} ]]; then
+    printf 'fsync = on\nsynchronous_commit = on\nfull_page_writes = on\nshared_buffers = 256MB\n'
+  else
+    printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nshared_buffers = 128MB\n'
+  fi)
 max_connections = 300
-shared_buffers = 128MB
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
 EOF

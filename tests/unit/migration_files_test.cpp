@@ -13,8 +13,10 @@ TEST(migration_files, released_migrations_keep_their_checksums) {
   const std::map<std::string, std::string> pinned = {
       {"postgres:mq/1", "a33f486e1dc91747683519c652048c56f97c87c977d25d4219e299125d9bc497"},
       {"postgres:mq/2", "11ed101ed54758a155dacf9e1b6530484a253ee36fc31afc3d703069071d69a0"},
+      {"postgres:mq/3", "bb85ca8017f4b1b5b363bd9c59f54fdbfbc935ecb5515b2f6855cbaa47ac5c17"},
       {"sqlite:mq/1", "505c8056672d0ccc832417ee4862a04dfe739e89e7fceb6e737829a85334de02"},
       {"sqlite:mq/2", "79f70d330d83c82cd2557c642f5843e5f4de91a01e0995716bc403ea4c8fdf6b"},
+      {"sqlite:mq/3", "a1e209a032996dc08d06d8c9fa5b8bfcfb4e516511b25bd6d5daa80fbe9da4eb"},
   };
   std::size_t seen = 0;
   for (const auto kind : {engine::postgres, engine::sqlite}) {
@@ -33,7 +35,7 @@ TEST(migration_files, released_migrations_keep_their_checksums) {
 TEST(migration_files, every_version_has_an_up_and_a_down_section) {
   for (const auto kind : {engine::postgres, engine::sqlite}) {
     const auto files = migration_files(kind, "mq");
-    ASSERT_EQ(files.size(), 2u);
+    ASSERT_EQ(files.size(), 3u);
     for (std::size_t i = 0; i < files.size(); ++i) {
       EXPECT_EQ(files[i].version, static_cast<int>(i) + 1);
       EXPECT_FALSE(files[i].up.empty()) << files[i].name;
@@ -45,6 +47,8 @@ TEST(migration_files, every_version_has_an_up_and_a_down_section) {
   EXPECT_TRUE(pg[0].transactional);
   EXPECT_FALSE(pg[1].transactional);
   EXPECT_EQ(pg[1].rebuild_invalid, (std::vector<std::string>{"idx_queue_group_order", "idx_queue_fifo"}));
+  EXPECT_FALSE(pg[2].transactional);
+  EXPECT_EQ(pg[2].rebuild_invalid, (std::vector<std::string>{"idx_queue_group_head"}));
 }
 
 TEST(migration_files, statements_split_at_semicolons_that_end_a_line) {

@@ -2,7 +2,8 @@
 // runs a handler per message (message-queue.md §5.9): success acks, an
 // exception nacks with exponential backoff, and the claim is extended every
 // visibility/3 while the handler runs. stop() stops polling, lets running
-// handlers finish and records their outcomes.
+// handlers finish and records their outcomes. Each worker can claim `batch`
+// messages per poll and ack the handled ones in one statement (issue 13).
 // Thread safety: start() and stop() may be called from any thread; the
 // handler runs on the consumer's worker threads, concurrently.
 #pragma once
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <stop_token>
 
 #include "spool/metrics.hpp"
@@ -23,11 +25,20 @@ struct consumer_options {
   std::chrono::milliseconds idle_wait{1000};     // poll_wait timeout per idle round
   std::chrono::seconds max_retry_delay{15 * 60};  // cap of the nack backoff
   double retry_jitter = 0.2;                     // ± fraction applied to the backoff
+  // Messages each worker claims per poll (1 … 1000). The worker handles them
+  // in turn (one poll never returns two messages of a group) and acks the
+  // successful ones in one ack_batch; a failure is nacked at once. Claims
+  // waiting their turn are extended like running ones. At stop, the claims no
+  // handler started yet are released (defer with no delay) for other workers.
+  std::size_t batch = 1;
 };
 
 // The handler's verdict is its return: normal return acks the message; any
 // exception nacks it with min(max_retry_delay, 2^(receive_count-1) s) ± jitter.
 using message_handler = std::function<void(const delivered_message&)>;
+// A handler for a whole claimed batch (at most `batch` messages, at least
+// one): normal return acks them all, an exception nacks them all.
+using batch_handler = std::function<void(std::span<const delivered_message>)>;
 
 struct consumer_stats {
   std::uint64_t delivered = 0, acked = 0, nacked = 0, outcome_errors = 0, poll_errors = 0;
@@ -49,8 +60,12 @@ struct consumer_metrics {
 
 class consumer {
  public:
-  // q must outlive the consumer. Errors: invalid_argument (concurrency 0, no handler).
+  // q must outlive the consumer. Errors: invalid_argument (concurrency 0,
+  // batch outside 1 … 1000, no handler).
   consumer(queue& q, message_handler handler, consumer_options options = {});
+  // The same runtime with one handler call per claimed batch. Errors:
+  // invalid_argument (concurrency 0, batch outside 1 … 1000, no handler).
+  consumer(queue& q, batch_handler handler, consumer_options options = {});
   ~consumer();  // stop()
   consumer(const consumer&) = delete;
   consumer& operator=(const consumer&) = delete;

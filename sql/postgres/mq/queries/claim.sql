@@ -5,31 +5,46 @@
 -- few and joins them to the whole queue by hash, so PostgreSQL re-planned
 -- every claim (planning cost twice the execution, docs/BENCHMARKS.md); with a
 -- literal the generic plan is the index walk and it is planned once.
--- The contract is the predicate: a candidate is visible and no EARLIER row of
--- its group (same COALESCE(message_group_id, id), spelled as the index is)
+-- Candidates come from idx_queue_visible in visible_at order (the legacy
+-- index: only rows visible now are in the range; order between groups is no
+-- contract, issue 13). The contract is the predicate: a candidate is visible
+-- and no EARLIER row of its group (same COALESCE(message_group_id, id))
 --   Gate A: is visible (claimed or not), or
 --   Gate B: was returned with a delay (receipt NULL, visible_at in the future),
 --   Gate C (opt-in): exists at all, i.e. is claimed and still invisible.
+-- The group's earlier rows are found in two probes: grouped rows in
+-- idx_queue_group_head (mq/3), and the one ungrouped row whose id is the
+-- candidate's group name by the primary key; an ungrouped candidate pays one
+-- probe of the (small) grouped index and nothing else.
 -- Rows locked by a concurrent poll are skipped; the UPDATE re-checks
 -- visible_at <= now on the locked row version, which prevents a double claim.
 WITH clock AS (
   SELECT floor(extract(epoch FROM now()))::bigint AS now
 ), candidates AS (
   SELECT m.id
-  FROM {{s}}queue_messages m, clock
+  FROM {{s}}queue_messages m
   WHERE m.queue_name = $1
-    AND m.visible_at <= clock.now
+    AND m.visible_at <= (SELECT now FROM clock)
     AND NOT EXISTS (
       SELECT 1 FROM {{s}}queue_messages e
       WHERE e.queue_name = m.queue_name
-        AND COALESCE(e.message_group_id, e.id) = COALESCE(m.message_group_id, m.id)
+        AND e.message_group_id IS NOT NULL
+        AND e.message_group_id = COALESCE(m.message_group_id, m.id)
         AND (e.created_at, e.id) < (m.created_at, m.id)
-        AND (e.visible_at <= clock.now OR e.receipt_handle IS NULL OR $4::boolean)
+        AND (e.visible_at <= (SELECT now FROM clock) OR e.receipt_handle IS NULL OR $4::boolean)
       -- OFFSET 0 keeps this a per-candidate index probe: pulled up into an
       -- anti-join it becomes quadratic in the backlog when statistics are
       -- missing (a fresh table) or the performance indexes are absent.
       OFFSET 0)
-  ORDER BY m.created_at, m.id
+    AND (m.message_group_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM {{s}}queue_messages e
+      WHERE e.queue_name = m.queue_name
+        AND e.id = m.message_group_id
+        AND e.message_group_id IS NULL
+        AND (e.created_at, e.id) < (m.created_at, m.id)
+        AND (e.visible_at <= (SELECT now FROM clock) OR e.receipt_handle IS NULL OR $4::boolean)
+      OFFSET 0))
+  ORDER BY m.visible_at
   LIMIT {{limit}}
   FOR UPDATE OF m SKIP LOCKED
 )
