@@ -297,7 +297,9 @@ void queue::ack(std::string_view receipt, std::string_view /*broker_message_id*/
     throw error(errc::not_found, fmt::format("ack: receipt handle not found: {}", receipt));
   }
   impl_->acked.fetch_add(1, std::memory_order_relaxed);
-  impl_->db.impl().wake().raise();
+  // Only under strict group order can an ack unblock a message (Gate C): then
+  // this process's waiting polls look again; without it, an ack wakes nobody.
+  if (impl_->opts.strict_group_order) impl_->db.impl().wake().raise();
 }
 
 std::vector<ack_status> queue::ack_batch(const std::vector<std::string>& receipts, const call_options& call) {
@@ -313,7 +315,7 @@ std::vector<ack_status> queue::ack_batch(const std::vector<std::string>& receipt
     n += d ? 1 : 0;
   }
   impl_->acked.fetch_add(n, std::memory_order_relaxed);
-  if (n > 0) impl_->db.impl().wake().raise();
+  if (n > 0 && impl_->opts.strict_group_order) impl_->db.impl().wake().raise();  // as for ack
   return out;
 }
 

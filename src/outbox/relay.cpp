@@ -186,6 +186,10 @@ struct relay::impl {
   std::chrono::milliseconds breaker_period{0};
   bool probe_out = false;
   bool woken = false;  // a change notification arrived since the last claim
+  // An ordered envelope's delivery was recorded since the last claim: its
+  // key's next envelope may be claimable now, so the loop need not wait for
+  // the poll (nobody notifies about it).
+  bool successor_ready = false;
   std::shared_ptr<void> subscription;
 
   std::atomic<bool> running{false};
@@ -495,6 +499,13 @@ struct relay::impl {
     if (r == recorded::ok) {
       with_metrics([](relay_metrics& x) { ++x.delivered; });
       breaker_outcome(outcome_class::delivered);
+      if (scoped(cm.message)) {
+        {
+          std::lock_guard lock(mu);
+          successor_ready = true;
+        }
+        cv.notify_all();
+      }
       return nullptr;
     }
     if (r == recorded::sink_failed) {  // nothing committed: a failure of the row
@@ -780,9 +791,11 @@ struct relay::impl {
         if (!more) {
           // Poll wait, ended early only by a change notification (rule 8);
           // capacity freed does not end it.
-          if (cv.wait_for(lock, stop, o.poll_interval, [&] { return woken; }) && woken) ++m.wakeups;
+          if (cv.wait_for(lock, stop, o.poll_interval, [&] { return woken || successor_ready; }) && woken)
+            ++m.wakeups;
         }
         woken = false;
+        successor_ready = false;
         // Wait for capacity, and for the breaker to allow a claim.
         for (;;) {
           if (stop.stop_requested()) break;
