@@ -25,7 +25,7 @@ inline void add_options(CLI::App& app, options& o, cli_flags& f, bool with_capab
         ->delimiter(',')
         ->capture_default_str();
   }
-  app.add_option("--workload", o.workloads, "workloads, comma-separated: W1, W2, W3, W4, backlog, held")
+  app.add_option("--workload", o.workloads, "workloads, comma-separated: W1, W2, W3, W4, backlog, held, runtime")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--messages", f.messages, "messages published by W1 and W2 (default 10,000 and 100,000)")
@@ -40,6 +40,10 @@ inline void add_options(CLI::App& app, options& o, cli_flags& f, bool with_capab
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--backlog-sizes", o.backlog_sizes, "backlog: rows waiting, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--backlog-groups", o.backlog_groups,
+                 "backlog (mq): message groups of the rows, comma-separated (0 ungrouped, 1 one giant group)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--backlog-cycles", o.backlog_cycles, "backlog: claim + ack cycles measured per size")

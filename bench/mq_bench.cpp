@@ -1,4 +1,4 @@
-// spool_mq_bench — the named benchmark workloads (W1–W4, backlog, held) of
+// spool_mq_bench — the named benchmark workloads (W1–W4, backlog, held, runtime) of
 // spool::mq on the engine --db names; see workloads.hpp and docs/BENCHMARKS.md.
 #include "bench_main.hpp"
 

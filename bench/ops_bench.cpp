@@ -1,4 +1,4 @@
-// spool_ops_bench — the named benchmark workloads (W1–W4, backlog, held) of
+// spool_ops_bench — the named benchmark workloads (W1–W4, backlog, held, runtime) of
 // spool::ops on the engine --db names; see workloads.hpp and docs/BENCHMARKS.md.
 #include "bench_main.hpp"
 

@@ -28,6 +28,10 @@
 #                                 (drains: one line per floor, floor_alo first);
 #   {"kind":"backlog_growth",…}   cost per message at the largest backlog over 1k;
 #   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one;
+#   {"kind":"cli_runtime",…}      spool mq work / ops work / relay draining
+#                                 CLI_BACKLOG rows with a no-op handler;
+#   {"kind":"runtime_vs_loop",…}  a runtime (library or CLI) over the library
+#                                 loop (W3) at the same width and claim size;
 #   {"kind":"rss",…}              peak resident memory of spool mq work, ops work
 #                                 and relay at concurrency 16 (RSS_BACKLOG, RSS_SECONDS).
 #
@@ -127,7 +131,7 @@ mkdir -p "$WORK/sqlite"
 for cap in ${CAPABILITIES//,/ }; do
   say "spool bench: $cap on SQLite"
   "$SPOOL_CLI" bench --db "sqlite:$WORK/sqlite/$cap.db" --json --capability "$cap" --backlog "$BACKLOG" \
-    --workload W1,W2,W3,W4,backlog --backlog-sizes "$SQLITE_BACKLOG_SIZES" --backlog-cycles "$SQLITE_BACKLOG_CYCLES" \
+    --workload W1,W2,W3,W4,backlog,runtime --backlog-sizes "$SQLITE_BACKLOG_SIZES" --backlog-cycles "$SQLITE_BACKLOG_CYCLES" \
     --max-seconds "$MAX_SECONDS" \
     --payload-bytes "$PAYLOAD_BYTES" "${QUICK_ARGS[@]}" | emit
 done
@@ -176,6 +180,55 @@ psql_bench -c "INSERT INTO outbox_messages (id, topic, payload, payload_version)
   SELECT 'rss' || g, 'spool_rss', convert_to(repeat('x', $PAYLOAD_BYTES), 'UTF8'), 1 FROM generate_series(1, $RSS_BACKLOG) g"
 rss "relay" "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency 16 --notify
 psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox_messages'
+
+# ---- the CLI runtimes at work: drain rate with a no-op handler ----
+# A backlog of CLI_BACKLOG rows (written by SQL in the library's row format)
+# drained by `spool mq work --exec true --batch 100` (one command run per
+# claimed batch), `spool ops work --exec true --batch 100` (one run per op:
+# the fork and exec are the cost) and `spool relay --sink file:/dev/null`, at
+# concurrency 1, 4 and 16; the rate is rows gone over the time until none is
+# left. The ratio lines set each beside the library loop (W3, batch 100).
+CLI_BACKLOG=${CLI_BACKLOG:-20000}
+[[ -n ${QUICK:-} ]] && CLI_BACKLOG=300
+# cli_runtime NAME CONCURRENCY COUNT_SQL CMD…: one {"kind":"cli_runtime"} line.
+cli_runtime() {
+  local name=$1 conc=$2 count_sql=$3 pid t0 t1 left i
+  shift 3
+  t0=$(date +%s.%N)
+  "$@" >/dev/null 2>"$WORK/cli_runtime.log" &
+  pid=$!
+  for i in $(seq 1 6000); do
+    left=$(psql_bench -A -t -c "$count_sql")
+    ((left == 0)) && break
+    sleep 0.05
+  done
+  t1=$(date +%s.%N)
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" || true
+  jq -c -n --arg p "$name" --argjson c "$conc" --argjson n "$((CLI_BACKLOG - left))" --argjson backlog "$CLI_BACKLOG" \
+    --argjson s "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" \
+    '{kind:"cli_runtime", engine:"postgres", process:$p, concurrency:$c, batch:100, backlog:$backlog, messages:$n,
+      seconds:$s, msgs_per_s:(($n / $s * 10 | round) / 10)}' | emit
+}
+say "the CLI runtimes draining $CLI_BACKLOG rows at concurrency 1, 4 and 16"
+for conc in 1 4 16; do
+  psql_bench -c "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, created_at, receive_count)
+    SELECT 'cli-' || g, 'spool_cli', NULL, NULL, floor(extract(epoch FROM now()))::bigint,
+      '{\"id\":\"cli-' || g || '\",\"poolCode\":\"bench\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"https://bench.example.com/hook\",\"pad\":\"' || repeat('x', 100) || '\"}',
+      floor(extract(epoch FROM now()))::bigint, 0 FROM generate_series(1, $CLI_BACKLOG) g" -c 'VACUUM ANALYZE queue_messages'
+  cli_runtime "mq work" "$conc" "SELECT count(*) FROM queue_messages WHERE queue_name = 'spool_cli'" \
+    "$SPOOL_CLI" mq work --db "$URI" --queue spool_cli --exec true --batch 100 --concurrency "$conc"
+  psql_bench -c "INSERT INTO ops_queue (id, type, payload) SELECT 'cli' || g, 'spool_cli', '{}' FROM generate_series(1, $CLI_BACKLOG) g" \
+    -c 'VACUUM ANALYZE ops_queue'
+  cli_runtime "ops work" "$conc" "SELECT count(*) FROM ops_queue WHERE type = 'spool_cli' AND status IN ('pending', 'running')" \
+    "$SPOOL_CLI" ops work --db "$URI" --type spool_cli --exec true --batch 100 --concurrency "$conc"
+  psql_bench -c "INSERT INTO outbox_messages (id, topic, payload, payload_version)
+    SELECT 'cli' || g, 'spool_cli', convert_to(repeat('x', $PAYLOAD_BYTES), 'UTF8'), 1 FROM generate_series(1, $CLI_BACKLOG) g" \
+    -c 'VACUUM ANALYZE outbox_messages'
+  cli_runtime "relay" "$conc" "SELECT count(*) FROM outbox_messages WHERE topic = 'spool_cli' AND state IN ('pending', 'leased')" \
+    "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency "$conc"
+  psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox_messages'
+done
 
 # ---- the floor: PostgreSQL with no queue semantics at all ----
 say "pgbench floor"
@@ -286,12 +339,25 @@ jq -c -s '
         producer_batch: .producer_batch, consumer_batch: .consumer_batch, workers: .workers,
         held_snapshot: .held_snapshot, spool_msgs_per_s: .msgs_per_s, floor: $f.workload, floor_batch: $f.batch,
         floor_clients: $f.clients, floor_held_snapshot: $f.held_snapshot, floor_msgs_per_s: $f.msgs_per_s,
+        groups: .groups,
         ratio: ((.msgs_per_s / $f.msgs_per_s * 1000 | round) / 1000)} | with_entries(select(.value != null))),
-    (map(select(.kind == null and .workload == "backlog")) | group_by([.engine, .capability])[]
+    (map(select(.kind == null and .workload == "backlog")) | group_by([.engine, .capability, (.groups // 0)])[]
      | sort_by(.backlog) | select(length >= 2)
-     | {kind: "backlog_growth", engine: .[0].engine, capability: .[0].capability, small_backlog: .[0].backlog,
+     | {kind: "backlog_growth", engine: .[0].engine, capability: .[0].capability, groups: (.[0].groups // 0),
+        small_backlog: .[0].backlog,
         large_backlog: .[-1].backlog, small_us_per_msg: .[0].us_per_msg, large_us_per_msg: .[-1].us_per_msg,
         growth: ((.[-1].us_per_msg / .[0].us_per_msg * 1000 | round) / 1000)}),
+    (map(select(.kind == null and .workload == "W3" and (.held_snapshot | not))) as $loops
+     | (map(select(.kind == null and .workload == "runtime")) + map(select(.kind == "cli_runtime")))[]
+     | . as $r
+     | ($r.capability // ({"mq work": "mq", "ops work": "ops", "relay": "outbox"}[$r.process])) as $cap
+     | ($loops | map(select(.engine == $r.engine and .capability == $cap
+                             and .consumer_batch == ($r.consumer_batch // $r.batch)
+                             and .workers == ($r.workers // $r.concurrency))) | first) as $l
+     | select($l != null)
+     | {kind: "runtime_vs_loop", engine: $r.engine, capability: $cap, runtime: ($r.runtime // ("spool " + $r.process)),
+        workers: $l.workers, consumer_batch: $l.consumer_batch, runtime_msgs_per_s: $r.msgs_per_s,
+        loop_msgs_per_s: $l.msgs_per_s, ratio: (($r.msgs_per_s / $l.msgs_per_s * 1000 | round) / 1000)}),
     (map(select(.kind == null and .workload == "W3" and .workers == 4)) | group_by([.engine, .capability, .consumer_batch])[]
      | (map(select(.held_snapshot)) | first) as $h | (map(select(.held_snapshot | not)) | first) as $c
      | select($h != null and $c != null)

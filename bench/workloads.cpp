@@ -119,6 +119,9 @@ class driver {
   virtual void publish(int n) = 0;
   // n messages waiting, in the row format the library writes; not timed.
   virtual void preload(long n) = 0;
+  // Later preloads spread their rows over `groups` message groups (0:
+  // none); false when the capability has no groups (only mq has).
+  virtual bool set_groups(long groups) { return groups == 0; }
   // Rows still waiting to be consumed.
   [[nodiscard]] virtual std::int64_t waiting() = 0;
   // One claim of up to batch messages and their acks, as worker `worker`.
@@ -130,6 +133,10 @@ class driver {
   virtual void start_steady(int consumers, latency_log& log) = 0;
   virtual void publish_stamped(std::int64_t stamp_ns) = 0;
   virtual void stop_steady() = 0;
+  // runtime: the capability's runtime (consumer, worker pool, relay) with a
+  // no-op handler, `workers` wide, claiming `batch` at a time; its name.
+  virtual std::string start_runtime(int workers, int batch) = 0;
+  virtual void stop_runtime() = 0;
 
   [[nodiscard]] bool pg() const { return db_.kind() == engine::postgres; }
   database& db() { return db_; }
@@ -198,22 +205,34 @@ class mq_driver final : public driver {
   void preload(long n) override {
     if (n <= 0) return;
     if (!pg()) {
+      long k = 0;
       sqlite_preload(n, 500, 20, [&](sqlite::tx& tx, std::size_t b) {
-        (void)q_->publish_batch(tx, std::vector<mq::message>(b, msg_));
+        std::vector<mq::message> batch(b, msg_);
+        if (groups_ > 0) {
+          for (auto& m : batch) m.message_group_id = fmt::format("g{}", k++ % groups_);
+        }
+        (void)q_->publish_batch(tx, batch);
       });
       return;
     }
-    const auto tmpl = q_->publish(msg_).ids.at(0);
+    auto first = msg_;
+    if (groups_ > 0) first.message_group_id = "g0";
+    const auto tmpl = q_->publish(first).ids.at(0);
     clone(fmt::format("INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, "
                       "visible_at, payload, "
                       "created_at, receive_count) "
-                      "SELECT n.id, t.queue_name, t.message_group_id, t.receipt_handle, t.visible_at, "
+                      "SELECT n.id, t.queue_name, {1}, t.receipt_handle, t.visible_at, "
                       "replace(t.payload, t.id, n.id), t.created_at, t.receive_count "
                       "FROM queue_messages t, generate_series(1, $1::bigint) g, "
                       "LATERAL (SELECT left(t.id, 24) || lpad(to_hex(g), 12, '0') AS id) n "
-                      "WHERE t.queue_name = '{}' AND t.id = $2 ON CONFLICT DO NOTHING",
-                      bench_name),
+                      "WHERE t.queue_name = '{0}' AND t.id = $2 ON CONFLICT DO NOTHING",
+                      bench_name,
+                      groups_ > 0 ? fmt::format("'g' || (g % {})", groups_) : std::string("t.message_group_id")),
           tmpl, n - 1);
+  }
+  bool set_groups(long groups) override {
+    groups_ = groups;
+    return true;
   }
   std::int64_t waiting() override { return count("SELECT count(*) FROM queue_messages"); }
   consumed consume(int batch, int) override {
@@ -253,6 +272,19 @@ class mq_driver final : public driver {
     consumer_.reset();
     steady_q_.reset();
   }
+  std::string start_runtime(int workers, int batch) override {
+    mq::consumer_options co;
+    co.concurrency = static_cast<std::size_t>(workers);
+    co.batch = static_cast<std::size_t>(batch);
+    co.idle_wait = 100ms;
+    consumer_ = std::make_unique<mq::consumer>(*q_, [](const mq::delivered_message&) {}, co);
+    consumer_->start();
+    return "mq::consumer";
+  }
+  void stop_runtime() override {
+    consumer_->stop();
+    consumer_.reset();
+  }
 
  private:
   mq::queue_options opts(bool notify) const {
@@ -281,6 +313,7 @@ class mq_driver final : public driver {
   }
 
   int payload_bytes_;
+  long groups_ = 0;
   mq::message msg_;
   std::unique_ptr<mq::queue> q_;
   std::unique_ptr<mq::queue> steady_q_;
@@ -372,6 +405,21 @@ class ops_driver final : public driver {
     (void)pool_->stop();
     pool_.reset();
     steady_q_.reset();
+  }
+  std::string start_runtime(int workers, int batch) override {
+    ops::worker_pool_options po;
+    po.workers = workers;
+    po.batch = static_cast<std::size_t>(batch);
+    po.poll_interval = 100ms;
+    po.rescuer = false;
+    pool_ = std::make_unique<ops::worker_pool>(*q_, po);
+    pool_->add_handler(bench_name, [](const ops::op&, ops::handler_context&) {});
+    pool_->start();
+    return "ops::worker_pool";
+  }
+  void stop_runtime() override {
+    (void)pool_->stop();
+    pool_.reset();
   }
 
  private:
@@ -484,6 +532,20 @@ class outbox_driver final : public driver {
     relay_->stop();
     relay_.reset();
     steady_writer_.reset();
+  }
+  // The relay's width is max_in_flight; it sizes its own claims (batch unused).
+  std::string start_runtime(int workers, int /*batch*/) override {
+    auto sink = ob::make_callback_sink([](const ob::claimed_message&, std::stop_token) { return ob::sink_outcome{}; });
+    ob::relay_options ro;
+    ro.max_in_flight = static_cast<std::size_t>(workers);
+    ro.poll_interval = 100ms;
+    relay_ = std::make_unique<ob::relay>(*store_, sink, ro);
+    relay_->start();
+    return "outbox::relay";
+  }
+  void stop_runtime() override {
+    relay_->stop();
+    relay_.reset();
   }
 
  private:
@@ -676,11 +738,40 @@ struct runner {
     d.clear();
   }
 
+  // runtime: the same backlog as W3, drained by the capability's runtime
+  // with a no-op handler at the same width and claim size; the figure to set
+  // beside the library loop's (W3) at the same concurrency.
+  void drain_runtime(driver& d, int batch, int workers) {
+    progress(fmt::format("{} {} runtime (claim {}, {} workers, backlog {})", facts.engine, d.capability(), batch,
+                         workers, o.backlog));
+    d.clear();
+    d.preload(o.backlog);
+    d.analyze();
+    const auto t0 = steady::now();
+    const std::string name = d.start_runtime(workers, batch);
+    const auto cap = std::chrono::duration<double>(o.max_seconds);
+    std::int64_t waiting = o.backlog;
+    while ((waiting = d.waiting()) > 0 && steady::now() - t0 < cap) std::this_thread::sleep_for(5ms);
+    const double seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    d.stop_runtime();
+    const long done = o.backlog - static_cast<long>(waiting);
+    auto j = line(d, "runtime", done, 0, batch, workers, false);
+    j["runtime"] = name;
+    j["backlog"] = o.backlog;
+    j["msgs_per_s"] = round_to(static_cast<double>(done) / seconds, 1);
+    j["seconds"] = round_to(seconds, 3);
+    j["complete"] = waiting == 0;
+    emit(j);
+    d.clear();
+  }
+
   // Backlog scaling: with `size` rows waiting, one worker runs claim(1) + ack
   // cycles; the cost per message is the mean cycle time.
-  void backlog(driver& d, long size) {
+  void backlog(driver& d, long size, long groups) {
     const long cycles = std::max(1L, std::min(o.backlog_cycles, size / 2));
-    progress(fmt::format("{} {} backlog {} ({} cycles)", facts.engine, d.capability(), size, cycles));
+    progress(fmt::format("{} {} backlog {} ({} cycles{})", facts.engine, d.capability(), size, cycles,
+                         groups > 0 ? fmt::format(", {} groups", groups) : ""));
+    (void)d.set_groups(groups);
     d.clear();
     const auto l0 = steady::now();
     d.preload(size);
@@ -698,7 +789,9 @@ struct runner {
     j["us_per_msg"] = round_to(seconds * 1e6 / static_cast<double>(std::max(1L, acked)), 1);
     j["seconds"] = round_to(seconds, 3);
     j["load_seconds"] = round_to(load_seconds, 3);
+    j["groups"] = groups;
     emit(j);
+    (void)d.set_groups(0);
     d.clear();
   }
 
@@ -771,6 +864,7 @@ options quick(options o) {
   o.w2_messages = std::min(o.w2_messages, 1000L);
   o.backlog = std::min(o.backlog, 200L);
   o.backlog_sizes = {100, 1000};
+  o.backlog_groups = {0, 10};
   o.backlog_cycles = std::min(o.backlog_cycles, 50L);
   o.w4_rate = std::min(o.w4_rate, 100.0);
   o.w4_seconds = std::min(o.w4_seconds, 1.0);
@@ -780,7 +874,7 @@ options quick(options o) {
 
 bool run(const options& o, const line_sink& out, const progress_sink& progress) {
   check_names(o.capabilities, {"mq", "ops", "outbox"}, "capability");
-  check_names(o.workloads, {"W1", "W2", "W3", "W4", "backlog", "held"}, "workload");
+  check_names(o.workloads, {"W1", "W2", "W3", "W4", "backlog", "held", "runtime"}, "workload");
   for (int w : o.workers) {
     if (w < 1 || w > max_workers) {
       throw error(errc::invalid_argument, fmt::format("workers {} is outside 1..{}", w, max_workers));
@@ -819,6 +913,11 @@ bool run(const options& o, const line_sink& out, const progress_sink& progress) 
         for (int workers : o.workers) r.drain(*d, batch, workers, false);
       }
     }
+    if (selected(o.workloads, "runtime")) {
+      for (int batch : o.consumer_batches) {
+        for (int workers : o.workers) r.drain_runtime(*d, batch, workers);
+      }
+    }
     if (selected(o.workloads, "held")) {
       if (d->pg()) {
         const int batch = d->supports_batch(100) ? 100 : 1;
@@ -829,7 +928,10 @@ bool run(const options& o, const line_sink& out, const progress_sink& progress) 
       }
     }
     if (selected(o.workloads, "backlog")) {
-      for (long size : o.backlog_sizes) r.backlog(*d, size);
+      for (long groups : o.backlog_groups) {
+        if (!d->set_groups(groups)) continue;  // groups are an mq notion
+        for (long size : o.backlog_sizes) r.backlog(*d, size, groups);
+      }
     }
     if (selected(o.workloads, "W4")) r.steady_rate(*d);
   }

@@ -16,6 +16,9 @@
 //   held     the W3 drain (batch 100, 4 workers) while another session keeps a
 //            REPEATABLE READ transaction (with its snapshot) open for the whole
 //            run; PostgreSQL only; reported as W3 with held_snapshot true.
+//   runtime  the W3 backlog drained by the capability's runtime (mq::consumer,
+//            ops::worker_pool, outbox::relay) with a no-op handler, at each
+//            worker count and claim size: beside W3's library loop.
 //
 // The bench empties Spool's tables between workloads: it refuses a database
 // whose tables hold rows it did not write (see run()).
@@ -33,7 +36,7 @@ namespace spool::bench {
 struct options {
   std::string db;  // database URI: postgresql://… or sqlite:PATH
   std::vector<std::string> capabilities{"mq", "ops", "outbox"};
-  std::vector<std::string> workloads{"W1", "W2", "W3", "W4", "backlog", "held"};
+  std::vector<std::string> workloads{"W1", "W2", "W3", "W4", "backlog", "held", "runtime"};
   long w1_messages = 10000;   // W1 messages (at most; see max_seconds)
   long w2_messages = 100000;  // W2 messages (at most; see max_seconds)
   long backlog = 100000;      // W3 and held: the preloaded backlog
@@ -41,6 +44,9 @@ struct options {
   std::vector<int> consumer_batches{1, 100};
   std::vector<long> backlog_sizes{1000, 100000, 1000000};
   long backlog_cycles = 2000;  // claim + ack cycles measured per backlog size (at most half the backlog)
+  // backlog, mq only: the rows' message groups, one run per entry: 0 =
+  // ungrouped, N = spread round-robin over N groups (1 = one giant group).
+  std::vector<long> backlog_groups{0, 1000, 1};
   int payload_bytes = 256;
   double w4_rate = 500;  // messages per second
   int w4_consumers = 4;

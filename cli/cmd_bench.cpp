@@ -1,4 +1,4 @@
-// `spool bench`: the named benchmark workloads (W1–W4, backlog, held) of
+// `spool bench`: the named benchmark workloads (W1–W4, backlog, held, runtime) of
 // docs/BENCHMARKS.md, run in-process against --db through the same code as
 // bench/'s programs (spool_bench_workloads). With --json, one JSON line per
 // result; otherwise one readable line per result. bench/run.sh adds the

@@ -29,6 +29,7 @@ struct ops_work_args {
   std::vector<std::string> types;
   std::string schema, table = "ops_queue", exec, owner;
   int concurrency = 4;
+  std::size_t batch = 1;  // --batch: ops claimed per dequeue, successes acked together
   std::string poll_interval, heartbeat_interval, lease_timeout, rescue_interval, shutdown_deadline,
       cancel_grace, retry_base;
   bool no_rescuer = false;
@@ -51,6 +52,7 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
   spool::ops::queue q(db, qo);  // connects and checks the schema: fail fast
   spool::ops::worker_pool_options po;
   po.workers = a.concurrency;
+  po.batch = a.batch;
   po.owner = a.owner;
   po.rescuer = !a.no_rescuer;
   set_duration(a.poll_interval, "--poll-interval", po.poll_interval);
@@ -160,6 +162,11 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
       "\"retried\",\"released\",\"recovered\",\"lease_lost\",\"db_errors\",\"still_running\",\"by_type\"}");
   work->add_option("--type", a->types, "Op type to run (repeatable; only these are claimed)")->required();
   work->add_option("--exec", a->exec, "Shell command run for each op (via /bin/sh -c)")->required();
+  work->add_option("--batch", a->batch,
+                   "Ops each worker claims at once (dequeue_batch); CMD still runs once per op, and the "
+                   "successes are acked together after the batch")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
+      ->capture_default_str();
   work->add_option("--concurrency", a->concurrency, "Ops handled at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

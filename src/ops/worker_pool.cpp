@@ -73,6 +73,8 @@ struct worker_pool::impl {
     require(opts.shutdown_deadline.count() >= 0 && opts.cancel_grace.count() >= 0,
             "worker_pool shutdown_deadline and cancel_grace must not be negative");
     require(opts.max_error_bytes > 0, "worker_pool max_error_bytes must be positive");
+    require(opts.batch >= 1 && opts.batch <= 1000,
+            fmt::format("worker_pool batch must be 1 … 1000, got {}", opts.batch));
     require(!opts.on_metrics || opts.metrics_interval.count() > 0,
             "worker_pool metrics_interval must be positive");
     default_retry = {opts.retry_base, opts.retry_multiplier, opts.retry_cap, opts.retry_jitter};
@@ -131,7 +133,7 @@ struct worker_pool::impl {
         if (stop.stop_requested()) break;
         ++claiming;
       }
-      std::optional<op> got;
+      std::vector<op> got;
       bool failed = false;
       try {
         ready_seen = ready_generation();
@@ -140,12 +142,16 @@ struct worker_pool::impl {
           std::lock_guard lock(metrics_mutex);
           ++dequeues;
         }
-        got = q.dequeue(type_list, opts.owner);
+        if (opts.batch == 1) {
+          if (auto one = q.dequeue(type_list, opts.owner)) got.push_back(std::move(*one));
+        } else {
+          got = q.dequeue_batch(opts.batch, type_list, opts.owner);
+        }
         backoff.reset();
       } catch (const error& e) {
         failed = true;
         if (e.code() == errc::stopped) {
-          end_claim(nullptr);
+          end_claim({});
           break;
         }
         db_error("", "dequeue", e);
@@ -153,31 +159,23 @@ struct worker_pool::impl {
         failed = true;
         db_error("", "dequeue", e);
       }
-      std::shared_ptr<flight> f;
-      if (got) {
-        f = std::make_shared<flight>();
-        f->claimed = std::move(*got);
+      std::vector<std::shared_ptr<flight>> claimed;
+      for (auto& o : got) {
+        auto f = std::make_shared<flight>();
+        f->claimed = std::move(o);
         f->last_heartbeat = std::chrono::steady_clock::now();
         count(f->claimed.type, &type_metrics::claimed);
+        claimed.push_back(std::move(f));
       }
-      end_claim(f);
+      end_claim(claimed);
       if (failed) {
         sleep_for(backoff.next(), stop);
         continue;
       }
-      if (f) {
+      if (!claimed.empty()) {
         idle = false;
         claimed_one(poller);
-        if (stop.stop_requested()) {  // stop() began while this claim was in flight: do not start it
-          record(*f, "release", [&](const call_options& c) {
-            q.release(f->claimed.id, token(f->claimed), "released unstarted: the pool is stopping", c);
-            count(f->claimed.type, &type_metrics::released);
-          });
-          finish(f);
-          continue;
-        }
-        run(*f);
-        finish(f);
+        run_claimed(claimed, stop);
         continue;
       }
       idle = true;
@@ -258,11 +256,61 @@ struct worker_pool::impl {
     (void)matched;
   }
 
-  void end_claim(const std::shared_ptr<flight>& f) {
+  void end_claim(const std::vector<std::shared_ptr<flight>>& claimed) {
     std::lock_guard lock(flights_mutex);
     --claiming;
-    if (f) flights[f->claimed.id] = f;
+    for (const auto& f : claimed) flights[f->claimed.id] = f;
     flights_cv.notify_all();
+  }
+
+  // Runs a claim's ops in turn. With batch > 1 the successful ones are acked
+  // together after the last handler (one ack_batch: one round trip, one
+  // commit); they stay in flight, heartbeated, until then. Ops not started
+  // when stop() begins are released at once.
+  void run_claimed(const std::vector<std::shared_ptr<flight>>& claimed, const std::stop_token& stop) {
+    std::vector<std::shared_ptr<flight>> to_ack;
+    for (const auto& f : claimed) {
+      if (stop.stop_requested()) {  // stop() began: do not start it
+        record(*f, "release", [&](const call_options& c) {
+          q.release(f->claimed.id, token(f->claimed), "released unstarted: the pool is stopping", c);
+          count(f->claimed.type, &type_metrics::released);
+        });
+        finish(f);
+        continue;
+      }
+      if (run(*f, opts.batch > 1)) {
+        to_ack.push_back(f);
+      } else {
+        finish(f);
+      }
+    }
+    if (!to_ack.empty()) ack_together(to_ack);
+    for (const auto& f : to_ack) finish(f);
+  }
+
+  // One ack_batch for the ops whose handlers succeeded; a lease refused in it
+  // (lost, or the op no longer running) is counted as ack would have thrown.
+  void ack_together(const std::vector<std::shared_ptr<flight>>& done) {
+    std::vector<lease> leases;
+    leases.reserve(done.size());
+    for (const auto& f : done) leases.push_back({f->claimed.id, std::string(token(f->claimed))});
+    std::vector<lease> refused;
+    bool recorded = false;
+    record(*done.front(), "ack (batch)", [&](const call_options& c) {
+      refused = q.ack_batch(leases, c);
+      recorded = true;
+    });
+    if (!recorded) return;  // logged by record: the leases expire and a rescuer requeues the ops
+    for (const auto& f : done) {
+      const bool lost =
+          std::any_of(refused.begin(), refused.end(), [&](const lease& l) { return l.id == f->claimed.id; });
+      if (lost) {
+        count(f->claimed.type, &type_metrics::lease_lost);
+        log().warn("ops worker_pool {}: ack of op {} refused, the lease is gone", opts.owner, f->claimed.id);
+      } else {
+        count(f->claimed.type, &type_metrics::succeeded);
+      }
+    }
   }
 
   void finish(const std::shared_ptr<flight>& f) {
@@ -272,7 +320,9 @@ struct worker_pool::impl {
   }
 
   // ---- outcomes (§7.3) ----
-  void run(flight& f) {
+  // Runs the handler and records its outcome; with ack_later a success is
+  // not recorded but returned (true) for the caller's ack_batch.
+  bool run(flight& f, bool ack_later) {
     const op& o = f.claimed;
     const std::string& id = o.id;
     if (o.defect) {
@@ -280,7 +330,7 @@ struct worker_pool::impl {
         q.fail(id, token(o), message(*o.defect), false, c);
         count(o.type, &type_metrics::failed);
       });
-      return;
+      return false;
     }
     auto reg = handlers.find(o.type);
     if (reg == handlers.end()) {  // cannot happen: only registered types are claimed
@@ -288,7 +338,7 @@ struct worker_pool::impl {
         q.release(id, token(o), "no handler for this type", c);
         count(o.type, &type_metrics::released);
       });
-      return;
+      return false;
     }
     handler_context ctx(f.stop.get_token(), &f.cause);
     enum class result { ok, permanent, later, error } r = result::ok;
@@ -318,28 +368,29 @@ struct worker_pool::impl {
     const stop_cause cause = f.cause.load();
     if (cause == stop_cause::lease_lost) {
       log().warn("ops worker_pool {}: op {} lost its lease while running; nothing recorded", opts.owner, id);
-      return;  // counted when the loss was detected
+      return false;  // counted when the loss was detected
     }
     if (r == result::ok) {
+      if (ack_later) return true;
       record(f, "ack", [&](const call_options& c) {
         q.ack(id, token(o), c);
         count(o.type, &type_metrics::succeeded);
       });
-      return;
+      return false;
     }
     if (cause == stop_cause::shutdown) {
       record(f, "release", [&](const call_options& c) {
         q.release(id, token(o), message("interrupted by shutdown: " + why), c);
         count(o.type, &type_metrics::released);
       });
-      return;
+      return false;
     }
     if (r == result::permanent) {
       record(f, "fail", [&](const call_options& c) {
         q.fail(id, token(o), message(why), false, c);
         count(o.type, &type_metrics::failed);
       });
-      return;
+      return false;
     }
     std::chrono::microseconds delay{0};
     std::optional<time_point> at;
@@ -360,6 +411,7 @@ struct worker_pool::impl {
           at ? q.fail(id, token(o), message(why), *at, c) : q.fail(id, token(o), message(why), delay, c);
       count(o.type, s == op_status::failed ? &type_metrics::failed : &type_metrics::retried);
     });
+    return false;
   }
 
   static std::string_view token(const op& o) { return o.lease_token ? std::string_view(*o.lease_token) : ""; }

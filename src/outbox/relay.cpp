@@ -88,6 +88,7 @@ struct flight {
   std::atomic<int> ph{publishing};
   std::atomic<steady::rep> deadline{0};  // local estimate of leased_until
   bool probe = false;                    // the breaker's half-open probe
+  bool deferred = false;                 // delivered; its mark waits in pending_marks
 };
 
 }  // namespace
@@ -190,6 +191,12 @@ struct relay::impl {
   // key's next envelope may be claimable now, so the loop need not wait for
   // the poll (nobody notifies about it).
   bool successor_ready = false;
+  // Delivered rows whose mark_delivered is recorded together (one
+  // mark_delivered_batch, one transaction) by whichever worker flushes; they
+  // stay in flights, their leases renewed, until then.
+  std::vector<std::shared_ptr<flight>> pending_marks;
+  bool flushing = false;
+  std::size_t marking = 0;  // rows of the batch being recorded now
   std::shared_ptr<void> subscription;
 
   std::atomic<bool> running{false};
@@ -224,7 +231,9 @@ struct relay::impl {
     (void)sleep_cv.wait_for(lock, stop, d, [] { return false; });
   }
   [[nodiscard]] std::size_t free_capacity_locked() const {
-    return o.max_in_flight - std::min(o.max_in_flight, busy + tasks.size());
+    // Delivered rows awaiting their mark still hold leases: they count.
+    const std::size_t held = busy + tasks.size() + pending_marks.size() + marking;
+    return o.max_in_flight - std::min(o.max_in_flight, held);
   }
 
   // Marks a lease lost once; asks its sink call to stop.
@@ -492,6 +501,9 @@ struct relay::impl {
         breaker_after_delivery_locked();
         return nf;
       }
+    } else if (!scoped(cm.message) && !sk->records_delivery() && !stopping) {
+      f.deferred = true;  // the worker queues it for the next mark_delivered_batch
+      return nullptr;
     } else {
       r = run_transition(
           f, "mark_delivered", lease_fate::delivered, [&](const call_options& c) { sk->record_delivered(st, cm, c); }, &sink_part);
@@ -553,12 +565,16 @@ struct relay::impl {
         } catch (const std::exception& e) {  // containment: nothing escapes a worker
           log().error("outbox relay {}: unexpected error handling {}: {}", owner, f->m.message.id, e.what());
         }
-        f->ph = done;
-        std::lock_guard lock(mu);
-        const auto it = flights.find(f->m.message.id);
-        if (it != flights.end() && it->second == f) flights.erase(it);
-        if (f->probe) probe_out = false;
-        m.in_flight = static_cast<std::int64_t>(flights.size());
+        bool flush = false;
+        if (!f->deferred) finish_flight(f);
+        {
+          std::lock_guard lock(mu);
+          if (f->deferred) pending_marks.push_back(f);
+          // Flush once no queued row waits for a worker (nothing more is
+          // about to join this batch) or a claim's worth is pending.
+          flush = !pending_marks.empty() && (tasks.empty() || pending_marks.size() >= claim_batch);
+        }
+        if (flush) flush_marks();
         f = std::move(next);
       }
       {
@@ -566,6 +582,114 @@ struct relay::impl {
         --busy;
       }
       cv.notify_all();
+    }
+  }
+
+  void finish_flight(const std::shared_ptr<flight>& f) {
+    f->ph = done;
+    std::lock_guard lock(mu);
+    const auto it = flights.find(f->m.message.id);
+    if (it != flights.end() && it->second == f) flights.erase(it);
+    if (f->probe) probe_out = false;
+    m.in_flight = static_cast<std::int64_t>(flights.size());
+  }
+
+  // Records every pending delivered row with mark_delivered_batch, one
+  // worker at a time; rows deferred meanwhile go in the next round.
+  void flush_marks() {
+    std::vector<std::shared_ptr<flight>> batch;
+    {
+      std::lock_guard lock(mu);
+      if (flushing || pending_marks.empty()) return;
+      flushing = true;
+      batch.swap(pending_marks);
+      marking = batch.size();
+    }
+    for (;;) {
+      for (std::size_t i = 0; i < batch.size(); i += 1000) {  // the store's limit per call
+        std::vector<std::shared_ptr<flight>> part(batch.begin() + static_cast<std::ptrdiff_t>(i),
+                                                  batch.begin() + static_cast<std::ptrdiff_t>(std::min(batch.size(), i + 1000)));
+        record_marks(part);
+      }
+      for (const auto& f : batch) finish_flight(f);
+      {
+        std::lock_guard lock(mu);
+        batch.clear();
+        batch.swap(pending_marks);
+        marking = batch.size();
+        if (batch.empty()) flushing = false;
+      }
+      cv.notify_all();  // capacity freed
+      if (batch.empty()) return;
+    }
+  }
+
+  // mark_delivered_batch under transition_timeout, retried on unavailable;
+  // an in_doubt attempt is resolved per row by re-reading it (rule 7), as
+  // run_transition does for one row.
+  void record_marks(const std::vector<std::shared_ptr<flight>>& rows) {
+    std::vector<std::shared_ptr<flight>> todo;
+    for (const auto& f : rows) {
+      if (!f->lost) todo.push_back(f);  // rule 2: a lost lease's outcome is not recorded
+    }
+    const auto deadline = steady::now() + o.transition_timeout;
+    auto pause = 20ms;
+    bool doubt = false;
+    const auto delivered_one = [&] {
+      with_metrics([](relay_metrics& x) { ++x.delivered; });
+      breaker_outcome(outcome_class::delivered);
+    };
+    while (!todo.empty()) {
+      try {
+        if (doubt) {
+          std::vector<std::shared_ptr<flight>> again;
+          for (const auto& f : todo) {
+            const lease_fate now = st.check_lease(f->m.ref, call_options{deadline, {}});
+            if (now == lease_fate::delivered) {
+              delivered_one();
+            } else if (now == lease_fate::held) {
+              again.push_back(f);  // unchanged and still ours: the attempt did not commit
+            } else {
+              mark_lost(*f, "mark_delivered");
+            }
+          }
+          store_ok();
+          todo.swap(again);
+          doubt = false;
+          continue;
+        }
+        std::vector<lease_ref> refs;
+        refs.reserve(todo.size());
+        for (const auto& f : todo) refs.push_back(f->m.ref);
+        const auto marked = st.mark_delivered_batch(refs, call_options{deadline, {}});
+        store_ok();
+        for (std::size_t i = 0; i < todo.size(); ++i) {
+          if (i < marked.size() && marked[i]) {
+            delivered_one();
+          } else {
+            mark_lost(*todo[i], "mark_delivered");
+          }
+        }
+        return;
+      } catch (const error& e) {
+        store_error("mark_delivered", e);
+        if (e.code() == errc::in_doubt) doubt = true;
+        if (e.code() != errc::unavailable && e.code() != errc::in_doubt) break;
+      } catch (const std::exception& e) {
+        store_error("mark_delivered", e);
+        break;
+      }
+      const auto now = steady::now();
+      if (now >= deadline) break;
+      std::this_thread::sleep_for(std::min<steady::duration>(pause, deadline - now));
+      pause = std::min(pause * 2, 500ms);
+    }
+    for (const auto& f : todo) {
+      with_metrics([](relay_metrics& x) { ++x.delivery_unrecorded; });
+      log().error(
+          "outbox relay {}: delivery_unrecorded: {} was published but its delivery could not be recorded; "
+          "it is delivered again after its lease expires",
+          owner, f->m.message.id);
     }
   }
 
@@ -724,6 +848,7 @@ struct relay::impl {
         cv.wait(lock, [&] { return busy == 0 && tasks.empty(); });
       }
     }
+    flush_marks();  // normally empty: every worker flushes before it goes idle
     // Sinks still running after the grace: their rows were not published (as far as we know).
     for (const auto& f : leftover) {
       log().warn("outbox relay {}: releasing {}: its sink call did not end within shutdown_grace", owner,

@@ -66,6 +66,63 @@ class ops_worker_pool : public ops_conformance {
   }
 };
 
+TEST_P(ops_worker_pool, ABatchPoolClaimsManyOpsPerDequeueAndAcksTheSucceededOnesTogether) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(enqueue("bulk"));
+  auto broken = new_op("bulk");
+  broken.max_attempts = 1;
+  const auto broken_id = q().enqueue(broken).id;
+  std::mutex m;
+  std::multiset<std::string> seen;
+  auto o = fast(2);
+  o.batch = 8;
+  ops::worker_pool pool(q(), o);
+  pool.add_handler("bulk", [&](const ops::op& op, ops::handler_context&) {
+    {
+      std::lock_guard lock(m);
+      seen.insert(op.id);
+    }
+    if (op.id == broken_id) throw ops::permanent_error("cannot");
+  });
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return q().stats().done_24h == 30 && status_of(broken_id) == ops::op_status::failed; },
+                         30s));
+  const auto report = pool.stop();
+  EXPECT_TRUE(report.still_running.empty());
+  EXPECT_EQ(seen.size(), 31u);  // each op ran once
+  for (const auto& id : ids) EXPECT_EQ(seen.count(id), 1u) << id;
+  const auto t = pool.metrics().total();
+  EXPECT_EQ(t.claimed, 31u);
+  EXPECT_EQ(t.succeeded, 30u);
+  EXPECT_EQ(t.failed, 1u);
+  EXPECT_LT(pool.metrics().dequeues, 31u);  // claims carried several ops
+}
+
+TEST_P(ops_worker_pool, ABatchPoolReleasesTheOpsOfAClaimItHasNotStartedWhenStopped) {
+  for (int i = 0; i < 5; ++i) (void)enqueue("slow");
+  latch_flag entered, release;
+  std::atomic<int> runs{0};
+  auto o = fast(1);
+  o.batch = 5;
+  ops::worker_pool pool(q(), o);
+  pool.add_handler("slow", [&](const ops::op&, ops::handler_context&) {
+    ++runs;
+    entered.set();
+    (void)release.wait(20s);
+  });
+  pool.start();
+  ASSERT_TRUE(entered.wait());
+  auto stopping = std::async(std::launch::async, [&] { return pool.stop(); });
+  std::this_thread::sleep_for(200ms);  // let stop() begin: the next four are not started
+  release.set();
+  const auto report = stopping.get();
+  EXPECT_TRUE(report.still_running.empty());
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(q().stats().done_24h, 1);
+  EXPECT_EQ(q().stats().pending, 4);  // released, attempts not consumed as failures
+  EXPECT_EQ(pool.metrics().total().released, 4u);
+}
+
 TEST_P(ops_worker_pool, HandlersRunByTypeAndOnlyRegisteredTypesAreClaimed) {  // §7.1, §9.11
   const auto a1 = enqueue("a"), a2 = enqueue("a"), b1 = enqueue("b"), c1 = enqueue("c");
   std::mutex m;
@@ -350,6 +407,11 @@ TEST_P(ops_worker_pool, LifecycleMisuseRaisesInvalidStateAndBadOptionsInvalidArg
   EXPECT_ERRC(ops::worker_pool(q(), bad), errc::invalid_argument);
   bad = fast();
   bad.retry_jitter = 1.0;
+  EXPECT_ERRC(ops::worker_pool(q(), bad), errc::invalid_argument);
+  bad = fast();
+  bad.batch = 0;
+  EXPECT_ERRC(ops::worker_pool(q(), bad), errc::invalid_argument);
+  bad.batch = 1001;
   EXPECT_ERRC(ops::worker_pool(q(), bad), errc::invalid_argument);
 }
 

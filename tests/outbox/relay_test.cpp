@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -49,6 +50,7 @@ class outbox_relay : public outbox_conformance {
       std::lock_guard lock(events_mutex_);
       if (e.op == operation::extend) extend_counts_.push_back(e.count);
       if (e.op == operation::claim) claim_counts_.push_back(e.count);
+      if (e.op == operation::deliver) deliver_counts_.push_back(e.count);
     };
     st_.emplace(*db_, so);
   }
@@ -83,6 +85,10 @@ class outbox_relay : public outbox_conformance {
     std::lock_guard lock(events_mutex_);
     return claim_counts_;
   }
+  std::vector<std::size_t> deliver_counts() {
+    std::lock_guard lock(events_mutex_);
+    return deliver_counts_;
+  }
   // run_once until it claims a row (a retried row is claimable after its backoff).
   std::size_t run_once_until_claimed(relay& r) {
     std::size_t got = 0;
@@ -92,7 +98,7 @@ class outbox_relay : public outbox_conformance {
 
   std::optional<store> st_;
   std::mutex events_mutex_;
-  std::vector<std::size_t> extend_counts_, claim_counts_;
+  std::vector<std::size_t> extend_counts_, claim_counts_, deliver_counts_;
 };
 
 // ---- construction ----
@@ -680,6 +686,38 @@ TEST_P(outbox_relay, the_stores_change_subscription_hears_commits_and_stops_when
 }
 
 // ---- rule 9 ----
+
+// Unordered deliveries are recorded together (mark_delivered_batch): every
+// row delivered once, every delivery recorded once, whatever the grouping.
+TEST_P(outbox_relay, unordered_deliveries_are_recorded_in_batches_each_exactly_once) {
+  std::vector<envelope> rows;
+  for (int i = 0; i < 120; ++i) rows.push_back(env("b" + std::to_string(1000 + i)));
+  write({rows.begin(), rows.begin() + 60});  // the writer's max_batch_size is 100
+  write({rows.begin() + 60, rows.end()});
+  auto o = fast();
+  o.max_in_flight = 8;
+  std::mutex mu;
+  std::multiset<std::string> seen;
+  relay r(*st_, make_callback_sink([&](const claimed_message& m, std::stop_token) {
+    std::lock_guard lock(mu);
+    seen.insert(m.message.id);
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return count("state = 'delivered'") == 120; }));
+  r.stop();
+  EXPECT_EQ(seen.size(), 120u);
+  for (const auto& row : rows) EXPECT_EQ(seen.count(row.id), 1u) << row.id;
+  const auto counts = deliver_counts();
+  EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), std::size_t{0}), 120u);
+  EXPECT_LE(counts.size(), 120u);
+  const auto m = r.metrics();
+  EXPECT_EQ(m.delivered, 120u);
+  EXPECT_EQ(m.lease_lost, 0u);
+  EXPECT_EQ(m.delivery_unrecorded, 0u);
+  EXPECT_EQ(m.in_flight, 0);
+}
 
 TEST_P(outbox_relay, rule_9_a_hot_key_drains_in_order_without_waiting_a_poll_interval) {
   for (auto mode : {serialization::by_ordering_key, serialization::by_topic}) {

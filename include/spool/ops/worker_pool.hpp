@@ -86,6 +86,11 @@ struct pool_metrics;
 
 struct worker_pool_options {
   int workers = 4;                                                 // ≥ 1
+  // Ops each worker claims per dequeue (1 … 1000, dequeue_batch above 1). The
+  // worker runs them in turn and records the successes with one ack_batch
+  // after the last handler (failures at once); claimed ops waiting their turn
+  // are heartbeated like running ones, and released unstarted at stop().
+  std::size_t batch = 1;
   std::chrono::milliseconds poll_interval{500};                    // idle poll period
   std::chrono::milliseconds max_db_backoff{30000};                 // cap of the database-error backoff
   std::chrono::milliseconds heartbeat_interval{10000};             // §5.1

@@ -18,10 +18,14 @@
 -- probe of the (small) grouped index and nothing else.
 -- Rows locked by a concurrent poll are skipped; the UPDATE re-checks
 -- visible_at <= now on the locked row version, which prevents a double claim.
+-- The UPDATE finds each locked row by its ctid (a TID scan, not a second
+-- primary-key descent): the row is locked by this statement, so its version
+-- cannot change before the UPDATE, and were the ctid an older version, the
+-- UPDATE would follow the update chain and re-check the same predicate.
 WITH clock AS (
   SELECT floor(extract(epoch FROM now()))::bigint AS now
 ), candidates AS (
-  SELECT m.id
+  SELECT m.ctid
   FROM {{s}}queue_messages m
   WHERE m.queue_name = $1
     AND m.visible_at <= (SELECT now FROM clock)
@@ -53,5 +57,5 @@ SET receipt_handle = $2 || ':' || q.id,
     visible_at = clock.now + $3::bigint,
     receive_count = q.receive_count + 1
 FROM candidates c, clock
-WHERE q.queue_name = $1 AND q.id = c.id AND q.visible_at <= clock.now
+WHERE q.ctid = c.ctid AND q.queue_name = $1 AND q.visible_at <= clock.now
 RETURNING q.id, q.payload, q.message_group_id, q.created_at, q.receive_count
