@@ -36,6 +36,13 @@ WITH clock AS (
         AND e.message_group_id = COALESCE(m.message_group_id, m.id)
         AND (e.created_at, e.id) < (m.created_at, m.id)
         AND (e.visible_at <= (SELECT now FROM clock) OR e.receipt_handle IS NULL OR $4::boolean)
+      -- Backward from the candidate: the nearest earlier row is met first
+      -- (for a group's head, only the claimed or deleted rows before it).
+      -- PostgreSQL 15 starts a backward scan at a row comparison's bound but
+      -- does not end a forward scan there, and without the order the planner
+      -- takes a sequential scan for a giant group (it expects a blocking row
+      -- at once); either walked the whole group for a head.
+      ORDER BY e.created_at DESC, e.id DESC LIMIT 1
       -- OFFSET 0 keeps this a per-candidate index probe: pulled up into an
       -- anti-join it becomes quadratic in the backlog when statistics are
       -- missing (a fresh table) or the performance indexes are absent.
