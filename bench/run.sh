@@ -42,7 +42,9 @@
 # commit is an fsync), CAPABILITIES [mq,ops,outbox],
 # FLOOR_CLAIM1_MESSAGES [20000] (floor_claim batch 1 takes this many of the
 # backlog), PAYLOAD_BYTES [256], QUICK (set: smoke sizes everywhere),
-# FAST (set: a non-durable server, for profiling only).
+# FAST (set: a non-durable server, for profiling only), FLOORS_ONLY (set:
+# append the floors and the ratios to an existing RESULTS file, skipping the
+# Spool workloads; for a run whose floors were interrupted).
 set -Eeuo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
@@ -99,7 +101,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM  # run the EXIT trap on Ctrl-C too
 
 mkdir -p "$(dirname -- "$OUT")"
-: >"$OUT"
+[[ -n ${FLOORS_ONLY:-} ]] || : >"$OUT"
 emit() { tee -a "$OUT"; }
 START=$(date +%s)
 
@@ -121,6 +123,7 @@ jq -c -n --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | he
   '{kind:"machine", date:$date, commit:$commit, durable:$durable, nproc:$nproc, mem_kb:$mem, cpu:$cpu, kernel:$kernel,
     postgres:$pg, sqlite:$sqlite, sqlite_synchronous:"full"}' | emit
 
+if [[ -z ${FLOORS_ONLY:-} ]]; then
 # ---- Spool ----
 for cap in ${CAPABILITIES//,/ }; do
   say "spool bench: $cap on PostgreSQL"
@@ -229,6 +232,8 @@ for conc in 1 4 16; do
     "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency "$conc"
   psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox_messages'
 done
+
+fi  # FLOORS_ONLY
 
 # ---- the floor: PostgreSQL with no queue semantics at all ----
 say "pgbench floor"
