@@ -229,7 +229,7 @@ for conc in 1 4 16; do
     SELECT 'cli' || g, 'spool_cli', convert_to(repeat('x', $PAYLOAD_BYTES), 'UTF8'), 1 FROM generate_series(1, $CLI_BACKLOG) g" \
     -c 'VACUUM ANALYZE outbox_messages'
   cli_runtime "relay" "$conc" "SELECT count(*) FROM outbox_messages WHERE topic = 'spool_cli' AND state IN ('pending', 'leased')" \
-    "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency "$conc"
+    "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency "$conc" --batch 100
   psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox_messages'
 done
 

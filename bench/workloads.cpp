@@ -533,11 +533,14 @@ class outbox_driver final : public driver {
     relay_.reset();
     steady_writer_.reset();
   }
-  // The relay's width is max_in_flight; it sizes its own claims (batch unused).
-  std::string start_runtime(int workers, int /*batch*/) override {
+  // The relay's sink calls are the workers; each may have a claim's worth of
+  // leases queued (max_in_flight = workers × batch), as the loop's workers do.
+  std::string start_runtime(int workers, int batch) override {
     auto sink = ob::make_callback_sink([](const ob::claimed_message&, std::stop_token) { return ob::sink_outcome{}; });
     ob::relay_options ro;
-    ro.max_in_flight = static_cast<std::size_t>(workers);
+    ro.sink_concurrency = static_cast<std::size_t>(workers);
+    ro.claim_batch = static_cast<std::size_t>(batch);
+    ro.max_in_flight = static_cast<std::size_t>(workers) * static_cast<std::size_t>(batch);
     ro.poll_interval = 100ms;
     relay_ = std::make_unique<ob::relay>(*store_, sink, ro);
     relay_->start();

@@ -104,10 +104,15 @@ struct relay::impl {
     } else {
       owner = default_owner();
     }
-    if (o.max_in_flight < 1 || o.max_in_flight > 256) {
-      invalid_config(fmt::format("max_in_flight = {} is outside 1..256", o.max_in_flight));
+    if (o.max_in_flight < 1 || o.max_in_flight > 10000) {
+      invalid_config(fmt::format("max_in_flight = {} is outside 1..10,000", o.max_in_flight));
     }
-    claim_batch = o.claim_batch == 0 ? o.max_in_flight : o.claim_batch;
+    threads = o.sink_concurrency == 0 ? o.max_in_flight : o.sink_concurrency;
+    if (threads > 256 || threads > o.max_in_flight) {
+      invalid_config(fmt::format("sink_concurrency = {} is outside 1..{} (at most 256 and max_in_flight {})",
+                                 threads, std::min<std::size_t>(256, o.max_in_flight), o.max_in_flight));
+    }
+    claim_batch = o.claim_batch == 0 ? std::min(o.max_in_flight, so.max_claim_batch) : o.claim_batch;
     if (claim_batch > so.max_claim_batch) {
       invalid_config(fmt::format("claim_batch = {} is outside 1..{} (the store's max_claim_batch)",
                                  claim_batch, so.max_claim_batch));
@@ -171,13 +176,14 @@ struct relay::impl {
   relay_options o;
   std::string owner;
   std::size_t claim_batch = 0;
+  std::size_t threads = 0;  // workers: sink calls at once
   std::chrono::milliseconds renew{0};
 
   // Everything below is guarded by mu.
   mutable std::mutex mu;
   std::condition_variable_any cv;                          // tasks, capacity, flights, stop
   std::map<std::string, std::shared_ptr<flight>> flights;  // every held lease, by id
-  std::deque<std::shared_ptr<flight>> tasks;  // handed to idle workers at once (≤ idle workers)
+  std::deque<std::shared_ptr<flight>> tasks;  // claimed rows waiting for a worker
   std::size_t busy = 0;                       // workers with a row
   bool session_over = false;
   relay_metrics m;
@@ -795,7 +801,7 @@ struct relay::impl {
     }
     stopping = false;
     workers.clear();
-    for (std::size_t i = 0; i < o.max_in_flight; ++i) workers.emplace_back([this] { worker(); });
+    for (std::size_t i = 0; i < threads; ++i) workers.emplace_back([this] { worker(); });
     renewer_thread = std::jthread([this](std::stop_token s) { renewer(s); });
     if (o.notify) {
       try {
@@ -897,8 +903,8 @@ struct relay::impl {
     std::stop_source both;
     std::stop_callback a(stop, [&] { both.request_stop(); });
     std::stop_callback b(own, [&] { both.request_stop(); });
-    log().info("outbox relay {} started (max_in_flight {}, claim_batch {}, lease {} ms)", owner,
-               o.max_in_flight, claim_batch, o.lease_duration.count());
+    log().info("outbox relay {} started (max_in_flight {}, sink_concurrency {}, claim_batch {}, lease {} ms)",
+               owner, o.max_in_flight, threads, claim_batch, o.lease_duration.count());
     begin_session();
     loop(both.get_token());
     end_session(true);

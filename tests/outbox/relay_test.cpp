@@ -3,6 +3,7 @@
 // assertions: waits are bounded and end on states and events.
 #include "spool/outbox/relay.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -121,7 +122,13 @@ TEST_P(outbox_relay, construction_rejects_every_option_outside_its_bounds_naming
     return o;
   };
   expect_invalid(with([](auto& o) { o.max_in_flight = 0; }), "max_in_flight = 0");
-  expect_invalid(with([](auto& o) { o.max_in_flight = 257; }), "max_in_flight = 257");
+  expect_invalid(with([](auto& o) { o.max_in_flight = 10001; }), "max_in_flight = 10001");
+  expect_invalid(with([](auto& o) { o.max_in_flight = 257; }), "sink_concurrency = 257");  // one thread per lease
+  expect_invalid(with([](auto& o) {
+                   o.max_in_flight = 4;
+                   o.sink_concurrency = 5;
+                 }),
+                 "sink_concurrency = 5");
   expect_invalid(with([](auto& o) { o.claim_batch = 101; }),
                  "claim_batch = 101");  // store max_claim_batch 100
   expect_invalid(with([](auto& o) { o.lease_duration = std::chrono::minutes(6); }),
@@ -181,6 +188,47 @@ TEST_P(outbox_relay, rule_1_it_claims_only_as_many_rows_as_it_can_publish) {
   EXPECT_LE(max_leased.load(), 2);
   for (auto c : claim_counts()) EXPECT_LE(c, 2u);
   EXPECT_EQ(r.metrics().claimed, 9u);
+}
+
+TEST_P(outbox_relay, rule_1_fewer_sink_calls_than_leases_claim_whole_batches_and_run_at_most_sink_concurrency) {
+  std::vector<envelope> rows;
+  for (int i = 0; i < 150; ++i) rows.push_back(env("w" + std::to_string(1000 + i)));
+  write({rows.begin(), rows.begin() + 75});  // the writer's max_batch_size is 100
+  write({rows.begin() + 75, rows.end()});
+  std::atomic<int> running{0}, max_running{0};
+  std::mutex mu;
+  std::multiset<std::string> seen;
+  auto o = fast();
+  o.max_in_flight = 100;
+  o.sink_concurrency = 2;
+  o.claim_batch = 50;
+  relay r(*st_, make_callback_sink([&](const claimed_message& m, std::stop_token) {
+    const int now = ++running;
+    int was = max_running;
+    while (now > was && !max_running.compare_exchange_weak(was, now)) {
+    }
+    {
+      std::lock_guard lock(mu);
+      seen.insert(m.message.id);
+    }
+    --running;
+    return sink_outcome::delivered();
+  }),
+          o);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return count("state = 'delivered'") == 150; }));
+  r.stop();
+  EXPECT_LE(max_running.load(), 2);
+  const auto claims = claim_counts();
+  ASSERT_FALSE(claims.empty());
+  EXPECT_EQ(*std::max_element(claims.begin(), claims.end()), 50u);  // a claim is not bounded by the threads
+  EXPECT_EQ(std::accumulate(claims.begin(), claims.end(), std::size_t{0}), 150u);
+  EXPECT_EQ(seen.size(), 150u);
+  for (const auto& row : rows) EXPECT_EQ(seen.count(row.id), 1u) << row.id;
+  const auto delivers = deliver_counts();
+  EXPECT_EQ(std::accumulate(delivers.begin(), delivers.end(), std::size_t{0}), 150u);
+  EXPECT_GT(*std::max_element(delivers.begin(), delivers.end()), 2u);  // recorded together, not per thread
+  EXPECT_EQ(r.metrics().in_flight, 0);
 }
 
 TEST_P(outbox_relay, rule_1_a_claim_asks_for_no_more_than_claim_batch) {

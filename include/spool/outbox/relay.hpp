@@ -55,8 +55,14 @@ struct relay_metrics;
 struct relay_options {
   // unset: <host>:<pid>:<8 random hex>; else 1..255 bytes (empty: owner_required)
   std::optional<std::string> owner;
-  std::size_t max_in_flight = 16;                   // 1..256
-  std::size_t claim_batch = 0;                      // 0: max_in_flight; 1..store max_claim_batch
+  // Leases held at once: claimed and not yet recorded (1..10,000).
+  std::size_t max_in_flight = 16;
+  // Sink calls at once (the relay's worker threads): 0 is max_in_flight
+  // (which must then be ≤ 256); else 1..min(256, max_in_flight). Fewer sink
+  // calls than leases suits a fast sink: claims of claim_batch rows queue for
+  // the workers, and their deliveries are recorded together.
+  std::size_t sink_concurrency = 0;
+  std::size_t claim_batch = 0;  // 0: min(max_in_flight, store max_claim_batch); 1..store max_claim_batch
   std::chrono::milliseconds lease_duration{30000};  // ≤ store max_lease_duration
   std::chrono::milliseconds renew_interval{0};      // 0: lease_duration ÷ 3; (0, lease ÷ 2]
   serialization mode = serialization::none;
