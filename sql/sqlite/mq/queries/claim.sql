@@ -6,8 +6,9 @@
 -- with strict order, exists at all (C). As there, candidates come from
 -- idx_queue_visible in visible_at order (only rows visible now are in the
 -- range; order between groups is no contract), and the group's earlier rows
--- are found in idx_queue_group_head (grouped rows, mq/3) and, for the one
--- ungrouped row whose id is the candidate's group name, by the primary key.
+-- are found in idx_queue_group_head (grouped rows, mq/3; two range probes)
+-- and, for the one ungrouped row whose id is the candidate's group name, by
+-- the primary key.
 UPDATE queue_messages
 SET receipt_handle = ?2 || ':' || id,
     visible_at = ?6 + ?4,
@@ -16,12 +17,23 @@ WHERE queue_name = ?1 AND id IN (
   SELECT m.id FROM queue_messages m
   WHERE m.queue_name = ?1
     AND m.visible_at <= ?6
+    -- (e.created_at, e.id) < (m.created_at, m.id), written as its two
+    -- ranges: SQLite bounds a scan by a row value's first column only, so in
+    -- a group whose rows share a created_at second the probe of its head
+    -- walked the whole group (14 ms per claim at 100,000 rows).
     AND NOT EXISTS (
       SELECT 1 FROM queue_messages e
       WHERE e.queue_name = m.queue_name
         AND e.message_group_id IS NOT NULL
         AND e.message_group_id = COALESCE(m.message_group_id, m.id)
-        AND (e.created_at, e.id) < (m.created_at, m.id)
+        AND e.created_at = m.created_at AND e.id < m.id
+        AND (e.visible_at <= ?6 OR e.receipt_handle IS NULL OR ?5))
+    AND NOT EXISTS (
+      SELECT 1 FROM queue_messages e
+      WHERE e.queue_name = m.queue_name
+        AND e.message_group_id IS NOT NULL
+        AND e.message_group_id = COALESCE(m.message_group_id, m.id)
+        AND e.created_at < m.created_at
         AND (e.visible_at <= ?6 OR e.receipt_handle IS NULL OR ?5))
     AND (m.message_group_id IS NULL OR NOT EXISTS (
       SELECT 1 FROM queue_messages e
