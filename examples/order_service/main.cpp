@@ -134,13 +134,17 @@ int run(const shop::settings& s) {
   // whole-second timestamps make the shortest delay a full second (1 to 2 s),
   // which bounded this job at about 70 orders/s (issue 13).
   co.max_retry_delay = 0s;
+  co.batch = 20;
   mq::consumer fulfilment(queue, [&](const mq::delivered_message& d) { shop::fulfil(d, jobs, s, book); }, co);
 
   ops::worker_pool_options po;
   po.workers = s.followup_workers;
-  po.poll_interval = 250ms;
-  po.retry_base = 200ms;
-  po.retry_cap = 1s;
+  // A timed-out mail server is tried again after 20-40 ms; a retried op is
+  // due then, and only a poll sees it (nothing is enqueued to wake the pool).
+  po.poll_interval = 50ms;
+  po.retry_base = 20ms;
+  po.retry_cap = 200ms;
+  po.batch = 20;
   ops::worker_pool followups(jobs, po);
   followups.add_handler(shop::confirm_op,
                         [&](const ops::op& o, ops::handler_context&) { shop::send_confirmation(o, db, s, book); });

@@ -507,8 +507,11 @@ struct relay::impl {
         breaker_after_delivery_locked();
         return nf;
       }
-    } else if (!scoped(cm.message) && !sk->records_delivery() && !stopping) {
-      f.deferred = true;  // the worker queues it for the next mark_delivered_batch
+    } else if (!stopping && (sk->records_delivery() || !scoped(cm.message))) {
+      // The worker queues it for the next batch: mark_delivered_batch, or
+      // the sink's record_delivered_batch (its writes in the same
+      // transaction). An ordered row's successor waits for that record.
+      f.deferred = true;
       return nullptr;
     } else {
       r = run_transition(
@@ -630,7 +633,26 @@ struct relay::impl {
     }
   }
 
-  // mark_delivered_batch under transition_timeout, retried on unavailable;
+  // One batch of delivered rows recorded: by the sink when it records
+  // deliveries itself, else mark_delivered_batch.
+  std::vector<sink::batch_record> record_batch(const std::vector<std::shared_ptr<flight>>& rows,
+                                               const call_options& c) {
+    if (sk->records_delivery()) {
+      std::vector<const claimed_message*> ms;
+      ms.reserve(rows.size());
+      for (const auto& f : rows) ms.push_back(&f->m);
+      return sk->record_delivered_batch(st, ms, c);
+    }
+    std::vector<lease_ref> refs;
+    refs.reserve(rows.size());
+    for (const auto& f : rows) refs.push_back(f->m.ref);
+    const auto marked = st.mark_delivered_batch(refs, c);
+    std::vector<sink::batch_record> out(marked.size());
+    for (std::size_t i = 0; i < marked.size(); ++i) out[i].delivered = marked[i];
+    return out;
+  }
+
+  // record_batch under transition_timeout, retried on unavailable;
   // an in_doubt attempt is resolved per row by re-reading it (rule 7), as
   // run_transition does for one row.
   void record_marks(const std::vector<std::shared_ptr<flight>>& rows) {
@@ -664,17 +686,26 @@ struct relay::impl {
           doubt = false;
           continue;
         }
-        std::vector<lease_ref> refs;
-        refs.reserve(todo.size());
-        for (const auto& f : todo) refs.push_back(f->m.ref);
-        const auto marked = st.mark_delivered_batch(refs, call_options{deadline, {}});
+        const auto marked = record_batch(todo, call_options{deadline, {}});
         store_ok();
+        bool ordered = false;
         for (std::size_t i = 0; i < todo.size(); ++i) {
-          if (i < marked.size() && marked[i]) {
+          auto& f = *todo[i];
+          if (i < marked.size() && marked[i].delivered) {
             delivered_one();
+            ordered = ordered || scoped(f.m.message);
+          } else if (i < marked.size() && marked[i].failure) {
+            auto part = *marked[i].failure;  // nothing of the row committed: a failure of the row
+            if (!valid_failure_code(part.code)) part.code = "sink_failed";
+            failed(f, part.kind == outcome_class::permanent ? outcome_class::permanent : outcome_class::transient,
+                   part);
           } else {
-            mark_lost(*todo[i], "mark_delivered");
+            mark_lost(f, "mark_delivered");
           }
+        }
+        if (ordered) {
+          std::lock_guard lock(mu);
+          successor_ready = true;  // flush_marks notifies
         }
         return;
       } catch (const error& e) {

@@ -318,6 +318,25 @@ void store::mark_delivered(const lease_ref& ref, const std::function<void(sqlite
 }
 
 std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs, const call_options& c) {
+  return deliver_batch(refs, nullptr, nullptr, c);
+}
+
+std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs,
+                                              const std::function<void(pg::tx&, const std::vector<bool>&)>& fn,
+                                              const call_options& c) {
+  return deliver_batch(refs, &fn, nullptr, c);
+}
+
+std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs,
+                                              const std::function<void(sqlite::tx&, const std::vector<bool>&)>& fn,
+                                              const call_options& c) {
+  return deliver_batch(refs, nullptr, &fn, c);
+}
+
+std::vector<bool> store::deliver_batch(const std::vector<lease_ref>& refs,
+                                       const std::function<void(pg::tx&, const std::vector<bool>&)>* pg_fn,
+                                       const std::function<void(sqlite::tx&, const std::vector<bool>&)>* sqlite_fn,
+                                       const call_options& c) {
   if (refs.empty() || refs.size() > 1000) {
     invalid("value_outside_bounds",
             fmt::format("mark_delivered_batch takes 1..1000 refs, got {}", refs.size()));
@@ -333,7 +352,7 @@ std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs
       this, operation::deliver, &store::emit,
       [&] {
         try {
-          return backend_->deliver_many(refs, c);
+          return backend_->deliver_many(refs, pg_fn, sqlite_fn, c);
         } catch (...) {
           detail::rethrow_translated();
         }

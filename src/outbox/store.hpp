@@ -99,7 +99,13 @@ class store_backend {
   // T5 for every ref in one transaction; per ref the transition's row, or
   // nullopt when that lease was lost (that row is left unchanged, the
   // others commit).
+  // fn (at most one, of the engine's type) runs after the fences, before
+  // commit, with which refs are still held; its exception rolls back all.
+  using pg_batch_fn = std::function<void(pg::tx&, const std::vector<bool>&)>;
+  using sqlite_batch_fn = std::function<void(sqlite::tx&, const std::vector<bool>&)>;
   virtual std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs,
+                                                                  const pg_batch_fn* pg_fn,
+                                                                  const sqlite_batch_fn* sqlite_fn,
                                                                   const call_options& c) = 0;
   // mark_delivered_and_claim_next (§6.2): T5 and, in the same transaction,
   // at most one claim of the next eligible row of the delivered row's scope

@@ -276,8 +276,8 @@ class postgres_backend final : public store_backend {
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
   }
 
-  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs,
-                                                          const call_options& c) override {
+  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs, const pg_batch_fn* pg_fn,
+                                                          const sqlite_batch_fn*, const call_options& c) override {
     std::vector<std::string> ids, tokens;
     for (const auto& r : refs) {
       ids.push_back(r.id);
@@ -285,11 +285,21 @@ class postgres_backend final : public store_backend {
     }
     spool::detail::check_call(c, "outbox transition");
     const std::string id_array = array_of(ids);
-    // Locks in id order first (no deadlock with other batches), then T5.
-    const auto results = one_trip_tx(
-        impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, array_of(tokens)}}},
-        true, c);
-    const auto rows = pg::detail::rows_of(results.at(1).get());
+    const auto tokens_array = array_of(tokens);
+    std::vector<row> rows;
+    std::optional<pg::tx> tx;
+    if (pg_fn == nullptr || !*pg_fn) {
+      // Locks in id order first (no deadlock with other batches), then T5:
+      // one round trip.
+      const auto results = one_trip_tx(
+          impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, tokens_array}}}, true, c);
+      rows = pg::detail::rows_of(results.at(1).get());
+    } else {
+      tx.emplace(db_);
+      auto& conn = tx->impl().conn();
+      conn.query(sql_.at("lock_many"), {id_array}, intent::write, c);
+      rows = conn.query(sql_.at("deliver_many"), {id_array, tokens_array}, intent::write, c);
+    }
     std::unordered_map<std::string, transition_row> got;
     for (const auto& r : rows) {
       got.emplace(*r[0], transition_row{r[1].value_or(""), static_cast<std::uint32_t>(std::stoul(*r[2])),
@@ -297,9 +307,16 @@ class postgres_backend final : public store_backend {
     }
     std::vector<std::optional<transition_row>> out;
     out.reserve(refs.size());
+    std::vector<bool> held;
+    held.reserve(refs.size());
     for (const auto& r : refs) {
       auto it = got.find(r.id);
       out.push_back(it == got.end() ? std::nullopt : std::optional<transition_row>(it->second));
+      held.push_back(it != got.end());
+    }
+    if (tx) {
+      (*pg_fn)(*tx, held);
+      tx->commit();
     }
     return out;
   }

@@ -160,24 +160,40 @@ class sqlite_backend final : public store_backend {
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
   }
 
-  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs,
+  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs, const pg_batch_fn*,
+                                                          const sqlite_batch_fn* sqlite_fn,
                                                           const call_options& c) override {
-    auto conn = impl().sqlite_pool().acquire(c);
     spool::detail::check_call(c, "outbox transition");
-    immediate_tx tx(*conn);                  // the single writer: every row is locked
-    const std::int64_t now = host_now_us();  // read after the lock
-    std::vector<std::optional<transition_row>> out;
-    out.reserve(refs.size());
-    for (const auto& r : refs) {
-      const auto rows = conn->query(sql_.at("deliver"), {r.id, r.token, now}, c);
-      if (rows.empty()) {
-        out.emplace_back(std::nullopt);
-      } else {
-        out.emplace_back(transition_row{rows[0][0].value_or(""),
-                                        static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
-                                        static_cast<std::uint32_t>(std::stoul(*rows[0][2]))});
+    // Under the single writer's lock every row is locked; now is read after it.
+    const auto deliver_all = [&](auto& conn) {
+      const std::int64_t now = host_now_us();
+      std::vector<std::optional<transition_row>> out;
+      out.reserve(refs.size());
+      for (const auto& r : refs) {
+        const auto rows = conn.query(sql_.at("deliver"), {r.id, r.token, now}, c);
+        if (rows.empty()) {
+          out.emplace_back(std::nullopt);
+        } else {
+          out.emplace_back(transition_row{rows[0][0].value_or(""),
+                                          static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
+                                          static_cast<std::uint32_t>(std::stoul(*rows[0][2]))});
+        }
       }
+      return out;
+    };
+    if (sqlite_fn == nullptr || !*sqlite_fn) {
+      auto conn = impl().sqlite_pool().acquire(c);
+      immediate_tx tx(*conn);
+      auto out = deliver_all(*conn);
+      tx.commit();
+      return out;
     }
+    sqlite::tx tx(db_);  // BEGIN IMMEDIATE, as the caller's transactions
+    auto out = deliver_all(tx.impl().conn());
+    std::vector<bool> held;
+    held.reserve(out.size());
+    for (const auto& r : out) held.push_back(r.has_value());
+    (*sqlite_fn)(tx, held);
     tx.commit();
     return out;
   }

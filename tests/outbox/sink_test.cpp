@@ -4,9 +4,13 @@
 #include "spool/outbox/sink.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,6 +19,8 @@
 #include "outbox_fixture.hpp"
 #include "spool/migrate.hpp"
 #include "spool/mq/message.hpp"
+#include "spool/outbox/relay.hpp"
+#include "support/eventually.hpp"
 
 namespace spool::test {
 namespace {
@@ -274,6 +280,114 @@ TEST_P(outbox_mq_sink, a_payload_that_is_not_a_queue_message_is_rejected_permane
   }
   EXPECT_EQ(state_of("e3"), "leased");
   EXPECT_TRUE(queue_rows().empty());
+}
+
+TEST_P(outbox_mq_sink, a_batch_record_commits_the_held_rows_with_their_queue_rows_and_fails_only_the_bad_ones) {
+  auto s = make_mq_sink(*db_, to_queue("orders"));
+  std::vector<envelope> rows;
+  for (const char* id : {"b1", "b2", "b3", "b4"}) {
+    auto e = env(id, "orders", std::string("k-") + id);
+    e.payload = std::string(id) == "b3" ? "not json" : queue_payload("");
+    rows.push_back(std::move(e));
+  }
+  auto got = claimed(rows);
+  ASSERT_EQ(got.size(), 4u);
+  std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.message.id < b.message.id; });
+  expire_lease("b4");
+  const auto out = s->record_delivered_batch(*st_, {&got[0], &got[1], &got[2], &got[3]}, {});
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_TRUE(out[0].delivered);
+  EXPECT_TRUE(out[1].delivered);
+  EXPECT_FALSE(out[2].delivered);  // the sink cannot make it a message: its own failure
+  ASSERT_TRUE(out[2].failure.has_value());
+  EXPECT_EQ(out[2].failure->kind, outcome_class::permanent);
+  EXPECT_EQ(out[2].failure->code, "sink_rejected");
+  EXPECT_FALSE(out[3].delivered);  // lease lost: neither delivered nor failed
+  EXPECT_FALSE(out[3].failure.has_value());
+  EXPECT_EQ(state_of("b1"), "delivered");
+  EXPECT_EQ(state_of("b2"), "delivered");
+  EXPECT_EQ(state_of("b3"), "leased");
+  EXPECT_EQ(state_of("b4"), "leased");
+  const auto q = queue_rows();
+  ASSERT_EQ(q.size(), 2u);  // exactly the delivered rows, nothing for the lost lease
+  EXPECT_EQ(*q[0][0], "b1");
+  EXPECT_EQ(*q[0][2], "k-b1");
+  EXPECT_EQ(*q[1][0], "b2");
+}
+
+// The relay hands the queue sink whole batches: an ordered relay's rows of
+// different keys commit together with their queue rows, and each key's next
+// envelope is delivered only after its predecessor's record committed.
+TEST_P(outbox_mq_sink, an_ordered_relay_into_the_queue_records_batches_and_keeps_each_keys_order) {
+  std::vector<envelope> rows;
+  for (int i = 0; i < 60; ++i) {
+    auto e = env(fmt::format("o{:03}", i), "orders", fmt::format("key-{}", i % 6));
+    e.payload = queue_payload("");
+    rows.push_back(std::move(e));
+  }
+  write(rows);
+  std::mutex mu;
+  std::vector<std::size_t> batches;
+  store_options so;
+  so.observer = [&](const event& e) {
+    if (!e.ok || e.op != operation::deliver) return;
+    std::lock_guard lock(mu);
+    batches.push_back(e.count);
+  };
+  store observed(*db_, so);
+  relay_options ro;
+  ro.owner = "ordered-batches";
+  ro.mode = serialization::by_ordering_key;
+  ro.max_in_flight = 8;
+  ro.poll_interval = std::chrono::milliseconds(20);
+  relay r(observed, make_mq_sink(*db_, to_queue("orders")), ro);
+  r.start();
+  ASSERT_TRUE(eventually([&] { return queue_rows().size() == 60; }));
+  r.stop();
+  const auto m = r.metrics();
+  EXPECT_EQ(m.delivered, 60u);
+  EXPECT_EQ(m.lease_lost, 0u);
+  EXPECT_EQ(m.delivery_unrecorded, 0u);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_GT(*std::max_element(batches.begin(), batches.end()), 1u);  // several keys per transaction
+  }
+  std::map<std::string, std::vector<std::int64_t>> delivered_at;  // per key, in envelope order
+  const std::string sql = is_pg() ? "SELECT ordering_key, (extract(epoch FROM delivered_at) * 1000000)::bigint "
+                                    "FROM outbox_messages ORDER BY id"
+                                  : "SELECT ordering_key, delivered_at FROM outbox_messages ORDER BY id";
+  for (const auto& row : db_->exec(sql)) delivered_at[*row[0]].push_back(std::stoll(*row[1]));
+  ASSERT_EQ(delivered_at.size(), 6u);
+  for (const auto& [key, times] : delivered_at) {
+    ASSERT_EQ(times.size(), 10u) << key;
+    for (std::size_t i = 1; i < times.size(); ++i) EXPECT_LT(times[i - 1], times[i]) << key << " #" << i;
+  }
+}
+
+TEST_P(outbox_mq_sink, a_failing_write_in_a_batch_records_transaction_rolls_back_every_row) {
+  write({env("r1"), env("r2")});
+  auto got = st_->claim("sink-test", 2, std::chrono::seconds(30));
+  ASSERT_EQ(got.size(), 2u);
+  std::vector<lease_ref> refs{got[0].ref, got[1].ref};
+  std::vector<bool> told;
+  auto fail = [&](const std::vector<bool>& held) {
+    told = held;
+    throw std::runtime_error("the caller's write failed");
+  };
+  if (is_pg()) {
+    EXPECT_THROW((void)st_->mark_delivered_batch(
+                     refs, std::function<void(pg::tx&, const std::vector<bool>&)>(
+                               [&](pg::tx&, const std::vector<bool>& h) { fail(h); })),
+                 std::runtime_error);
+  } else {
+    EXPECT_THROW((void)st_->mark_delivered_batch(
+                     refs, std::function<void(sqlite::tx&, const std::vector<bool>&)>(
+                               [&](sqlite::tx&, const std::vector<bool>& h) { fail(h); })),
+                 std::runtime_error);
+  }
+  EXPECT_EQ(told, (std::vector<bool>{true, true}));
+  EXPECT_EQ(state_of("r1"), "leased");  // nothing committed
+  EXPECT_EQ(state_of("r2"), "leased");
 }
 
 TEST_P(outbox_mq_sink,

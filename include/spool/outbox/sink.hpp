@@ -84,6 +84,20 @@ class sink {
     s.mark_delivered(m.ref, c);
   }
 
+  // One row's result of record_delivered_batch: delivered (recorded), or
+  // the sink's own part failed for it (failure set, nothing of the row
+  // committed), or neither: its lease was lost.
+  struct batch_record {
+    bool delivered = false;
+    std::optional<sink_outcome> failure;
+  };
+  // Records several delivered outcomes (1..1,000 rows, distinct), in as few
+  // transactions as the sink can: the queue sink uses one. By default
+  // record_delivered per row. Errors: unavailable and in_doubt (the relay
+  // re-reads each row), and as store::mark_delivered_batch.
+  virtual std::vector<batch_record> record_delivered_batch(store& s, const std::vector<const claimed_message*>& rows,
+                                                           const call_options& c);
+
   // Reopens output files (log rotation); a no-op for other sinks.
   virtual void reopen() {}
 };

@@ -240,6 +240,16 @@ class store {
   // (then re-read with check_lease), invalid_state (not_writable),
   // database_error. Thread-safe like every store call.
   std::vector<bool> mark_delivered_batch(const std::vector<lease_ref>& refs, const call_options& c = {});
+  // The same, with fn run in that transaction after the fences and before
+  // commit, given per ref whether it is being delivered (its lease held):
+  // the caller's writes commit with exactly the rows it was told of. An
+  // exception from fn rolls everything back and propagates.
+  std::vector<bool> mark_delivered_batch(const std::vector<lease_ref>& refs,
+                                         const std::function<void(pg::tx&, const std::vector<bool>&)>& fn,
+                                         const call_options& c = {});
+  std::vector<bool> mark_delivered_batch(const std::vector<lease_ref>& refs,
+                                         const std::function<void(sqlite::tx&, const std::vector<bool>&)>& fn,
+                                         const call_options& c = {});
   // §6.2: T5 and, in the same transaction, a claim for the lease's owner of
   // the next eligible row of the delivered row's scope value under §6.1 (head
   // and, on PostgreSQL, horizon rules), so a hot key drains without poll
@@ -294,6 +304,10 @@ class store {
  private:
   struct state;
   void emit(event e) const;
+  std::vector<bool> deliver_batch(const std::vector<lease_ref>& refs,
+                                  const std::function<void(pg::tx&, const std::vector<bool>&)>* pg_fn,
+                                  const std::function<void(sqlite::tx&, const std::vector<bool>&)>* sqlite_fn,
+                                  const call_options& c);
   std::vector<std::string> prune(message_state s, const cutoff& before, std::size_t limit, const archiver* a,
                                  const call_options& c);
   store_options options_;

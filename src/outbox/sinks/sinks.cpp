@@ -47,6 +47,23 @@ std::string delivery_document(const claimed_message& m) {
   return out;
 }
 
+std::vector<sink::batch_record> sink::record_delivered_batch(store& s,
+                                                             const std::vector<const claimed_message*>& rows,
+                                                             const call_options& c) {
+  std::vector<batch_record> out(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    try {
+      record_delivered(s, *rows[i], c);
+      out[i].delivered = true;
+    } catch (const sink_failed& e) {
+      out[i].failure = e.outcome();
+    } catch (const error& e) {
+      if (e.code() != errc::lease_lost) throw;  // the relay resolves every row of the batch
+    }
+  }
+  return out;
+}
+
 namespace {
 
 constexpr std::size_t message_bytes = 1024;
@@ -266,6 +283,66 @@ class mq_sink final : public sink {
     } else {
       s.mark_delivered(m.ref, std::function<void(sqlite::tx&)>([&](sqlite::tx& tx) { insert(tx); }), c);
     }
+  }
+
+  // One transaction: the fences of every row, then the queue rows of those
+  // still held. Rows the sink cannot turn into messages fail on their own;
+  // a queue insert that rejects the batch is retried row by row, so one bad
+  // row cannot hold the others back.
+  std::vector<batch_record> record_delivered_batch(store& s, const std::vector<const claimed_message*>& rows,
+                                                   const call_options& c) override {
+    if (!opts_.same_database) return sink::record_delivered_batch(s, rows, c);
+    std::vector<batch_record> out(rows.size());
+    std::vector<lease_ref> refs;
+    std::vector<std::size_t> index;  // refs[k] is rows[index[k]]
+    std::vector<mq::batch_row> prepared;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      mq::batch_row row;
+      if (auto rejected = prepare(*rows[i], row)) {
+        out[i].failure = std::move(*rejected);
+        continue;
+      }
+      refs.push_back(rows[i]->ref);
+      index.push_back(i);
+      prepared.push_back(std::move(row));
+    }
+    if (refs.empty()) return out;
+    auto insert = [&](auto& tx, const std::vector<bool>& held) {
+      std::vector<mq::batch_row> keep;
+      for (std::size_t k = 0; k < held.size(); ++k) {
+        if (held[k]) keep.push_back(prepared[k]);
+      }
+      if (keep.empty()) return;
+      try {
+        (void)mq::insert_batch(tx, keep, insert_options());
+      } catch (const error& e) {
+        if (e.code() == errc::unavailable || e.code() == errc::in_doubt) throw;
+        throw sink_failed(sink_outcome::transient("mq_failed", sanitized(e.what())));  // rolled back: row by row
+      }
+    };
+    std::vector<bool> marked;
+    try {
+      if (db_.kind() == engine::postgres) {
+        marked = s.mark_delivered_batch(
+            refs, std::function<void(pg::tx&, const std::vector<bool>&)>([&](pg::tx& tx, const std::vector<bool>& h) {
+              insert(tx, h);
+            }),
+            c);
+      } else {
+        marked = s.mark_delivered_batch(refs,
+                                        std::function<void(sqlite::tx&, const std::vector<bool>&)>(
+                                            [&](sqlite::tx& tx, const std::vector<bool>& h) { insert(tx, h); }),
+                                        c);
+      }
+    } catch (const sink_failed&) {
+      std::vector<const claimed_message*> held_rows;
+      for (const std::size_t i : index) held_rows.push_back(rows[i]);
+      auto one_by_one = sink::record_delivered_batch(s, held_rows, c);
+      for (std::size_t k = 0; k < index.size(); ++k) out[index[k]] = std::move(one_by_one[k]);
+      return out;
+    }
+    for (std::size_t k = 0; k < marked.size(); ++k) out[index[k]].delivered = marked[k];
+    return out;
   }
 
  private:
