@@ -69,6 +69,15 @@ void expect_correct_summary(const run_result& r, int n) {
   EXPECT_EQ(s["lost"], 0);
   EXPECT_EQ(s["duplicates"], 0);
   EXPECT_EQ(s["ordering_violations"], 0);
+  // What bounds it: the writing phase and the tail add up to the run, and
+  // what was behind at the last order is counted stage by stage.
+  EXPECT_GT(s["writing_s"].get<double>(), 0.0);
+  EXPECT_GE(s["tail_s"].get<double>(), 0.0);
+  EXPECT_NEAR(s["writing_s"].get<double>() + s["tail_s"].get<double>(), s["elapsed_s"].get<double>(), 0.01);
+  for (const char* stage : {"envelopes", "messages", "ops"}) {
+    EXPECT_GE(s["behind_at_last_order"][stage].get<int>(), 0) << stage;
+    EXPECT_LE(s["behind_at_last_order"][stage].get<int>(), n) << stage;
+  }
 }
 
 // What the database must hold after a run of n orders (queries in both dialects).
