@@ -132,6 +132,24 @@ TEST_P(outbox_sink, a_file_write_error_is_transient) {
   EXPECT_EQ(out.code, "file_write_failed");
 }
 
+// fsync applies to regular files only: a device or a pipe has nothing to
+// sync, and fsync fails there with EINVAL (every delivery was retried).
+TEST_P(outbox_sink, the_file_sink_with_fsync_delivers_to_a_device_and_a_pipe) {
+  auto null = make_file_sink({"/dev/null", true});
+  EXPECT_EQ(null->publish(one("n1"), {}).kind, outcome_class::delivered);
+  const auto fifo = tmp_.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // a reader, so the sink's open does not block
+  ASSERT_GE(reader, 0);
+  auto pipe = make_file_sink({fifo.string(), true});
+  EXPECT_EQ(pipe->publish(one("n2"), {}).kind, outcome_class::delivered);
+  char buf[4096];
+  const auto got = ::read(reader, buf, sizeof buf);
+  ::close(reader);
+  ASSERT_GT(got, 0);
+  EXPECT_EQ(nlohmann::json::parse(std::string(buf, static_cast<std::size_t>(got))).at("envelope").at("id"), "n2");
+}
+
 TEST_P(outbox_sink, the_command_sink_feeds_the_document_on_stdin_with_the_envelope_in_its_environment) {
   const auto dir = tmp_.path().string();
   command_sink_options o;

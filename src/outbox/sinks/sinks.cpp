@@ -1,6 +1,7 @@
 // The shipped sinks of outbox.md §8 (all but the HTTP webhook) and the
 // delivery document; the webhook is http.cpp.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -135,7 +136,7 @@ class file_sink final : public sink {
     if (fd_ < 0) open_locked();
     if (fd_ < 0) return failed("open");
     if (!write_all(fd_, line)) return failed("write");
-    if (opts_.fsync && ::fsync(fd_) != 0) return failed("fsync");
+    if (opts_.fsync && regular_ && ::fsync(fd_) != 0) return failed("fsync");
     return sink_outcome::delivered();
   }
 
@@ -149,7 +150,14 @@ class file_sink final : public sink {
 
  private:
   static spdlog::logger& log() { return spool::detail::log(); }
-  void open_locked() { fd_ = ::open(opts_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644); }
+  void open_locked() {
+    fd_ = ::open(opts_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    // Only a regular file keeps data to sync: fsync on a device or a pipe
+    // (/dev/null, /dev/stdout, a FIFO) fails with EINVAL, and every delivery
+    // to it would be retried for ever.
+    struct stat st {};
+    regular_ = fd_ >= 0 && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  }
   sink_outcome failed(const char* what) {
     const int err = errno;
     // A failed write may have left a partial line: a fresh line starts the next one.
@@ -161,6 +169,7 @@ class file_sink final : public sink {
   file_sink_options opts_;
   std::mutex mutex_;
   int fd_ = -1;
+  bool regular_ = false;
 };
 
 class command_sink final : public sink {
