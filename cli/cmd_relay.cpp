@@ -145,11 +145,12 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   if (!a.owner.empty()) ro.owner = a.owner;
   ro.max_in_flight = static_cast<std::size_t>(a.concurrency);
   if (a.batch > 0) {
-    // --concurrency sink calls, each with a claim's worth queued: a fast sink
-    // is never starved between claims, and deliveries are recorded together.
+    // --concurrency sink calls with two claims' worth queued behind them: a
+    // fast sink is never starved between claims, deliveries are recorded
+    // together, and a stop has at most that much to release.
     ro.sink_concurrency = ro.max_in_flight;
     ro.claim_batch = a.batch;
-    ro.max_in_flight = std::min<std::size_t>(10000, ro.sink_concurrency * a.batch);
+    ro.max_in_flight = ro.sink_concurrency + 2 * a.batch;
   }
   ro.max_attempts = a.max_attempts;
   ro.notify = ctx.notify;
@@ -259,12 +260,12 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
   cmd->add_option("--sink", a->sink, "stdout | file:PATH | exec:CMD | http:URL | mq:QUEUE")->required();
   cmd->add_option("--serialization", a->serialization, "none | key (by ordering key) | topic")
       ->capture_default_str();
-  cmd->add_option("--concurrency", a->concurrency, "Envelopes in flight at once (max_in_flight)")
+  cmd->add_option("--concurrency", a->concurrency, "Sink calls at once (without --batch: also the envelopes leased)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--batch", a->batch,
-                  "Envelopes claimed at once (default: --concurrency); up to --concurrency × N leases are held, "
-                  "and unordered deliveries are recorded together")
+                  "Envelopes claimed at once (default: min(--concurrency, 100)); up to --concurrency + 2 × N "
+                  "leases are held, and deliveries are recorded together")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--owner", a->owner, "Lease owner [default: <host>:<pid>:<8 hex>]");
   cmd->add_option("--max-attempts", a->max_attempts, "Failures before dead-lettering")

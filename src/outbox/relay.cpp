@@ -428,6 +428,7 @@ struct relay::impl {
   std::shared_ptr<flight> handle(flight& f) {
     const auto& cm = f.m;
     if (!take(f)) return nullptr;  // abandoned at shutdown
+    if (f.lost) return nullptr;    // lost while queued for a worker: another relay may hold it
     if (cm.message.claim_count > o.max_claims) {
       dead_letter(f, {"claim_budget_exhausted", fmt::format("claimed {} times, over max_claims {}",
                                                             cm.message.claim_count, o.max_claims)});
@@ -675,6 +676,10 @@ struct relay::impl {
             const lease_fate now = st.check_lease(f->m.ref, call_options{deadline, {}});
             if (now == lease_fate::delivered) {
               delivered_one();
+              if (scoped(f->m.message)) {
+                std::lock_guard lock(mu);
+                successor_ready = true;  // flush_marks notifies
+              }
             } else if (now == lease_fate::held) {
               again.push_back(f);  // unchanged and still ours: the attempt did not commit
             } else {
@@ -710,7 +715,9 @@ struct relay::impl {
         return;
       } catch (const error& e) {
         store_error("mark_delivered", e);
-        if (e.code() == errc::in_doubt) doubt = true;
+        // A sink that records row by row may have committed some rows
+        // before an unavailable one: re-read them all, as for in_doubt.
+        if (e.code() == errc::in_doubt || (e.code() == errc::unavailable && sk->records_delivery())) doubt = true;
         if (e.code() != errc::unavailable && e.code() != errc::in_doubt) break;
       } catch (const std::exception& e) {
         store_error("mark_delivered", e);

@@ -60,7 +60,9 @@ struct relay_options {
   // Sink calls at once (the relay's worker threads): 0 is max_in_flight
   // (which must then be ≤ 256); else 1..min(256, max_in_flight). Fewer sink
   // calls than leases suits a fast sink: claims of claim_batch rows queue for
-  // the workers, and their deliveries are recorded together.
+  // the workers, and their deliveries are recorded together. A graceful stop
+  // releases the queued rows one transaction each, so keep the queue (about
+  // max_in_flight − sink_concurrency) to a few claims.
   std::size_t sink_concurrency = 0;
   std::size_t claim_batch = 0;  // 0: min(max_in_flight, store max_claim_batch); 1..store max_claim_batch
   std::chrono::milliseconds lease_duration{30000};  // ≤ store max_lease_duration
