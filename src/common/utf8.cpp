@@ -2,37 +2,59 @@
 
 namespace spool::detail {
 
+char32_t utf8_code_point(std::string_view s, std::size_t i, std::size_t n) noexcept {
+  const auto b = [&](std::size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k])); };
+  switch (n) {
+    case 1:
+      return b(0);
+    case 2:
+      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+  }
+}
+
 bool is_utf8(std::string_view s) noexcept {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = byte(i);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
-    if (c >= 0xc2 && c <= 0xdf) {
-      n = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      n = 3;
-      if (c == 0xe0) lo = 0xa0;  // overlong
-      if (c == 0xed) hi = 0x9f;  // surrogates
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      n = 4;
-      if (c == 0xf0) lo = 0x90;  // overlong
-      if (c == 0xf4) hi = 0x8f;  // above U+10FFFF
-    } else {
-      return false;
-    }
-    if (i + n > s.size()) return false;
-    if (byte(i + 1) < lo || byte(i + 1) > hi) return false;
-    for (std::size_t k = 2; k < n; ++k) {
-      if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return false;
-    }
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) return false;
     i += n;
   }
   return true;
+}
+
+std::string utf8_truncate(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  const auto is_cont = [&](std::size_t k) { return (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80; };
+  // Back over at most three continuation bytes to the lead byte of the last
+  // sequence that starts before the cut; drop it when it does not fit whole.
+  std::size_t lead = max_bytes;
+  while (lead > 0 && max_bytes - lead < 3 && is_cont(lead - 1)) --lead;
+  std::size_t cut = max_bytes;
+  if (lead > 0) {
+    const auto c = static_cast<unsigned char>(s[lead - 1]);
+    const std::size_t need = c >= 0xF8 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (need > max_bytes - (lead - 1)) cut = lead - 1;
+  }
+  return std::string(s.substr(0, cut));
+}
+
+std::string utf8_repair(std::string_view s, bool drop_nul) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+      continue;
+    }
+    if (!(drop_nul && s[i] == '\0')) out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
 }
 
 }  // namespace spool::detail

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/utf8.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/message.hpp"
 
@@ -58,7 +59,6 @@ constexpr std::array<std::string_view, kUnknown> kFieldNames = {"id",
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 int hex_value(char c) {
@@ -68,22 +68,9 @@ int hex_value(char c) {
   return -1;
 }
 
-// Length of the well-formed UTF-8 sequence starting at p (1 for ASCII), or 0 when the bytes there do not
-// start one (stray continuation, overlong form, surrogate, beyond U+10FFFF, or cut short by end).
+// Length of the well-formed UTF-8 sequence starting at p (1 for ASCII), or 0 (common/utf8.hpp).
 std::size_t utf8_seq_len(const char* p, const char* end) noexcept {
-  const auto c = static_cast<unsigned char>(p[0]);
-  if (c < 0x80) return 1;
-  const auto avail = static_cast<std::size_t>(end - p);
-  if (c < 0xC2) return 0;
-  if (c < 0xE0) return avail >= 2 && is_cont(p[1]) ? 2 : 0;
-  if (avail < 2) return 0;
-  const auto c1 = static_cast<unsigned char>(p[1]);
-  if (c < 0xF0) {
-    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0;
-    return avail >= 3 && is_cont(c1) && is_cont(p[2]) ? 3 : 0;
-  }
-  if (c > 0xF4 || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0;
-  return avail >= 4 && is_cont(c1) && is_cont(p[2]) && is_cont(p[3]) ? 4 : 0;
+  return spool::detail::utf8_sequence(std::string_view(p, static_cast<std::size_t>(end - p)), 0);
 }
 
 void append_utf8(std::string& out, std::uint32_t cp) {
@@ -665,19 +652,7 @@ std::string strict_violation(const message& m, std::string_view row_id) {
 }
 
 std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
-  // Step back over at most three continuation bytes to the lead byte of the last sequence; drop that sequence
-  // when it does not fit entirely. Stray continuation bytes (invalid input) are kept: they are no partial
-  // sequence.
-  std::size_t lead = max_bytes;
-  while (lead > 0 && max_bytes - lead < 3 && is_cont(static_cast<unsigned char>(text[lead - 1]))) --lead;
-  std::size_t cut = max_bytes;
-  if (lead > 0) {
-    const auto c = static_cast<unsigned char>(text[lead - 1]);
-    const std::size_t need = c >= 0xF8 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    if (need > max_bytes - (lead - 1)) cut = lead - 1;
-  }
-  return std::string(text.substr(0, cut));
+  return spool::detail::utf8_truncate(text, max_bytes);
 }
 
 }  // namespace spool::mq

@@ -27,12 +27,5 @@ std::chrono::milliseconds db_backoff::next() {
   return std::min(max_, std::chrono::milliseconds(static_cast<std::int64_t>(ms)));
 }
 
-std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
-  std::size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return std::string(text.substr(0, end));
-}
-
 }  // namespace detail
 }  // namespace spool::ops

@@ -23,7 +23,4 @@ class db_backoff {
   std::mt19937_64 rng_;
 };
 
-// text cut to at most max_bytes, never inside a UTF-8 sequence.
-[[nodiscard]] std::string truncate_utf8(std::string_view text, std::size_t max_bytes);
-
 }  // namespace spool::ops::detail

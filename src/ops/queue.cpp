@@ -14,6 +14,7 @@
 #include "common/call_guard.hpp"
 #include "common/identifier.hpp"
 #include "common/log.hpp"
+#include "common/utf8.hpp"
 #include "engine/database_impl.hpp"
 #include "engine/postgres/tx_impl.hpp"
 #include "engine/sqlite/tx_impl.hpp"
@@ -444,7 +445,7 @@ detail::fence_request request(detail::fence_request::kind what, std::string_view
   rq.what = what;
   rq.id = std::string(id);
   if (!token.empty()) rq.token = std::string(token);
-  rq.message = detail::sanitize_message(message);
+  rq.message = spool::detail::utf8_repair(message, true);  // U+FFFD for ill-formed bytes, no NUL
   rq.retry = retry;
   return rq;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops::detail {
@@ -25,34 +26,6 @@ std::string shown(std::string_view v) {
   }
   if (v.size() > 80) out += "…";
   return out;
-}
-
-// Decodes one UTF-8 sequence at s[i]; returns its length and code point, or 0 when invalid.
-std::size_t decode_one(std::string_view s, std::size_t i, char32_t& cp) noexcept {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) {
-    cp = b0;
-    return 1;
-  }
-  std::size_t n = 0;
-  char32_t min = 0;
-  if ((b0 & 0xe0) == 0xc0) {
-    n = 2, cp = b0 & 0x1f, min = 0x80;
-  } else if ((b0 & 0xf0) == 0xe0) {
-    n = 3, cp = b0 & 0x0f, min = 0x800;
-  } else if ((b0 & 0xf8) == 0xf0) {
-    n = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n;
 }
 
 bool has_nul(const nlohmann::json& j) {
@@ -93,33 +66,6 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-bool valid_utf8(std::string_view s) noexcept {
-  for (std::size_t i = 0; i < s.size();) {
-    char32_t cp = 0;
-    const std::size_t n = decode_one(s, i, cp);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-std::string sanitize_message(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    char32_t cp = 0;
-    const std::size_t n = decode_one(s, i, cp);
-    if (n == 0) {
-      out += "\xef\xbf\xbd";  // U+FFFD
-      ++i;
-    } else {
-      if (cp != 0) out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
-
 void check_name(std::string_view what, std::string_view value) {
   auto reject = [&](std::string_view why) {
     throw error(errc::invalid_argument, fmt::format("invalid {} \"{}\": {}", what, shown(value), why));
@@ -127,9 +73,9 @@ void check_name(std::string_view what, std::string_view value) {
   if (value.empty()) reject("must not be empty");
   if (value.size() > 255) reject("longer than 255 bytes");
   for (std::size_t i = 0; i < value.size();) {
-    char32_t cp = 0;
-    const std::size_t n = decode_one(value, i, cp);
+    const std::size_t n = spool::detail::utf8_sequence(value, i);
     if (n == 0) reject("not valid UTF-8");
+    const char32_t cp = spool::detail::utf8_code_point(value, i, n);
     if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) reject("contains a control character");
     i += n;
   }
@@ -189,7 +135,7 @@ std::vector<insert_item> prepare_batch(const std::vector<new_op>& ops, std::size
       item.not_before = o.not_before;
       item.delay = o.delay;
       if (!o.dedup_key.empty()) {
-        if (!valid_utf8(o.dedup_key) || o.dedup_key.find('\0') != std::string::npos) {
+        if (!spool::detail::is_utf8(o.dedup_key) || o.dedup_key.find('\0') != std::string::npos) {
           throw error(errc::invalid_argument,
                       fmt::format("invalid dedup_key \"{}\": not valid UTF-8 or contains NUL", shown(o.dedup_key)));
         }

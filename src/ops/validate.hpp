@@ -19,11 +19,6 @@ namespace spool::ops::detail {
 // source fails; never falls back to a weaker generator.
 [[nodiscard]] std::string random_hex(std::size_t bytes);
 
-// True when s is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
-[[nodiscard]] bool valid_utf8(std::string_view s) noexcept;
-// s with invalid UTF-8 replaced by U+FFFD and NUL bytes removed.
-[[nodiscard]] std::string sanitize_message(std::string_view s);
-
 // A type, id, owner or queue filter: 1–255 bytes of UTF-8 without control
 // characters. Throws error(invalid_argument) naming what and the value.
 void check_name(std::string_view what, std::string_view value);

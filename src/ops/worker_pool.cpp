@@ -12,6 +12,7 @@
 
 #include "backoff.hpp"
 #include "common/log.hpp"
+#include "common/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {
@@ -416,7 +417,7 @@ struct worker_pool::impl {
 
   static std::string_view token(const op& o) { return o.lease_token ? std::string_view(*o.lease_token) : ""; }
   std::string message(std::string_view text) const {
-    return detail::truncate_utf8(text, opts.max_error_bytes);
+    return spool::detail::utf8_truncate(text, opts.max_error_bytes);
   }
 
   // Runs an outcome call with a fresh deadline (never the shutdown signal),

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "common/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox::detail {
@@ -10,29 +11,6 @@ namespace {
 
 constexpr char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 constexpr char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-// Length of the well-formed UTF-8 sequence at s[i], or 0.
-std::size_t utf8_seq(std::string_view s, std::size_t i) noexcept {
-  const auto c = static_cast<unsigned char>(s[i]);
-  auto cont = [&](std::size_t k) { return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; };
-  if (c < 0x80) return c == 0 ? 0 : 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    const auto c1 = static_cast<unsigned char>(s[i + 1]);
-    if (c == 0xE0 && c1 < 0xA0) return 0;   // overlong
-    if (c == 0xED && c1 >= 0xA0) return 0;  // surrogates
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    const auto c1 = static_cast<unsigned char>(s[i + 1]);
-    if (c == 0xF0 && c1 < 0x90) return 0;
-    if (c == 0xF4 && c1 >= 0x90) return 0;
-    return 4;
-  }
-  return 0;
-}
 
 std::string encode(std::string_view bytes, const char* alphabet, bool pad) {
   std::string out;
@@ -88,12 +66,7 @@ bool decode(std::string_view text, const char* alphabet, bool padded, std::strin
 }  // namespace
 
 bool valid_utf8(std::string_view s) noexcept {
-  for (std::size_t i = 0; i < s.size();) {
-    const std::size_t n = utf8_seq(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
+  return spool::detail::is_utf8(s) && s.find('\0') == std::string_view::npos;
 }
 
 std::string base64_encode(std::string_view bytes) { return encode(bytes, b64, true); }
@@ -142,8 +115,8 @@ std::string sanitize_error_text(std::string_view text, std::size_t max_bytes) {
   std::string clean;
   clean.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = utf8_seq(text, i);
-    if (n == 0) {
+    const std::size_t n = spool::detail::utf8_sequence(text, i);
+    if (n == 0 || text[i] == '\0') {
       clean += "\xEF\xBF\xBD";  // U+FFFD
       ++i;
       continue;
@@ -184,9 +157,7 @@ std::string sanitize_error_text(std::string_view text, std::size_t max_bytes) {
   // 3. Cut on a code-point boundary, ending in an ellipsis.
   if (out.size() <= max_bytes) return out;
   static constexpr std::string_view ellipsis = "\xE2\x80\xA6";
-  std::size_t cut = max_bytes >= ellipsis.size() ? max_bytes - ellipsis.size() : 0;
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
-  out.resize(cut);
+  out = spool::detail::utf8_truncate(out, max_bytes >= ellipsis.size() ? max_bytes - ellipsis.size() : 0);
   out += ellipsis;
   return out;
 }

@@ -8,7 +8,7 @@
 
 namespace spool::outbox::detail {
 
-// Well-formed UTF-8 (no overlong forms, surrogates or NUL).
+// Well-formed UTF-8 (common/utf8.hpp) without NUL: the outbox's text columns.
 [[nodiscard]] bool valid_utf8(std::string_view s) noexcept;
 [[nodiscard]] std::string base64_encode(std::string_view bytes);
 // Errors: invalid_argument.
