@@ -1,10 +1,10 @@
 // Canonical JSON (outbox.md §2.4) and RFC 3339 times.
-#include <date/date.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/rfc3339.hpp"
 #include "outbox/text.hpp"
 #include "spool/error.hpp"
 #include "spool/outbox/envelope.hpp"
@@ -39,67 +39,18 @@ void append_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-[[noreturn]] void bad_time(std::string_view text) {
-  throw error(errc::invalid_argument, fmt::format("\"{}\" is not an RFC 3339 time", text));
-}
-
 }  // namespace
 
-std::string format_time(time_point t) { return date::format("%FT%TZ", t); }
+std::string format_time(time_point t) { return spool::detail::format_rfc3339(t); }
 
 time_point parse_time(std::string_view s) {
-  // YYYY-MM-DDTHH:MM:SS[.f…](Z|±HH:MM)
-  auto digits = [&](std::size_t pos, std::size_t n) -> int {
-    if (pos + n > s.size()) bad_time(s);
-    int v = 0;
-    for (std::size_t i = pos; i < pos + n; ++i) {
-      if (s[i] < '0' || s[i] > '9') bad_time(s);
-      v = v * 10 + (s[i] - '0');
-    }
-    return v;
-  };
-  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
-      s[16] != ':') {
-    bad_time(s);
-  }
-  const int y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2), h = digits(11, 2), mi = digits(14, 2),
-            sec = digits(17, 2);
-  std::size_t pos = 19;
-  std::int64_t micros = 0;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    int n = 0;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      if (n < 6) micros = micros * 10 + (s[pos] - '0');
-      ++n;
-      ++pos;
-    }
-    if (n == 0) bad_time(s);
-    for (int k = n; k < 6; ++k) micros *= 10;  // finer digits are truncated toward the past
-  }
-  if (pos >= s.size()) bad_time(s);
-  std::chrono::minutes offset{0};
-  if (s[pos] == 'Z' || s[pos] == 'z') {
-    ++pos;
-  } else if (s[pos] == '+' || s[pos] == '-') {
-    if (pos + 6 != s.size() || s[pos + 3] != ':') bad_time(s);
-    offset = std::chrono::hours(digits(pos + 1, 2)) + std::chrono::minutes(digits(pos + 4, 2));
-    if (s[pos] == '-') offset = -offset;
-    pos += 6;
-  } else {
-    bad_time(s);
-  }
-  if (pos != s.size()) bad_time(s);
-  const date::year_month_day ymd{date::year(y), date::month(static_cast<unsigned>(mo)),
-                                 date::day(static_cast<unsigned>(d))};
-  if (!ymd.ok() || h > 23 || mi > 59 || sec > 60) bad_time(s);
-  const auto t = time_point(date::sys_days(ymd).time_since_epoch()) + std::chrono::hours(h) +
-                 std::chrono::minutes(mi) + std::chrono::seconds(std::min(sec, 59)) +
-                 std::chrono::microseconds(micros) - offset;
-  if (t < min_time() || t > max_time()) {
+  // outbox.md §2.4: a zone is required (Z or ±HH:MM); a leap second reads as :59.
+  const auto t = spool::detail::parse_rfc3339(s, {false, false, true});
+  if (!t) throw error(errc::invalid_argument, fmt::format("\"{}\" is not an RFC 3339 time", s));
+  if (*t < min_time() || *t > max_time()) {
     throw error(errc::invalid_argument, fmt::format("\"{}\" is outside 0001..9999", s), "timestamp_out_of_range");
   }
-  return t;
+  return *t;
 }
 
 std::string canonical_json(const envelope& e) {
