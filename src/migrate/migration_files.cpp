@@ -109,21 +109,15 @@ std::string render_template(std::string sql, const std::string& schema, const st
                             const outbox_names* outbox) {
   const outbox_names defaults;
   const outbox_names& ob = outbox != nullptr ? *outbox : defaults;
-  const std::string s = schema.empty() ? "" : quote_identifier(schema) + ".";
   const std::string name = schema.empty() ? "current_schema()" : sql_literal(schema);
   const std::string table = ops_table_or_default(ops_table);
-  for (const auto& [key, value] : {std::pair<std::string, std::string>{"{{s}}", s},
-                                   {"{{schema_name}}", name},
-                                   {"{{ops}}", quote_identifier(table)},
-                                   {"{{ops_raw}}", table},
-                                   {"{{outbox}}", quote_identifier(ob.table)},
-                                   {"{{outbox_raw}}", ob.table},
-                                   {"{{outbox_audit}}", quote_identifier(ob.audit_table)}}) {
-    for (std::size_t pos = 0; (pos = sql.find(key, pos)) != std::string::npos; pos += value.size()) {
-      sql.replace(pos, key.size(), value);
-    }
-  }
-  return sql;
+  return spool::detail::fill_placeholders(std::move(sql), {{"{{s}}", spool::detail::schema_prefix(schema)},
+                                                           {"{{schema_name}}", name},
+                                                           {"{{ops}}", quote_identifier(table)},
+                                                           {"{{ops_raw}}", table},
+                                                           {"{{outbox}}", quote_identifier(ob.table)},
+                                                           {"{{outbox_raw}}", ob.table},
+                                                           {"{{outbox_audit}}", quote_identifier(ob.audit_table)}});
 }
 
 std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema,

@@ -19,13 +19,8 @@ namespace spool::mq::detail {
 using pg::detail::intent;
 
 std::string render_sql(std::string_view path, const std::string& schema) {
-  std::string sql(spool::detail::embedded_sql(path));
-  const std::string prefix = schema.empty() ? std::string() : spool::detail::quote_identifier(schema) + ".";
-  for (std::size_t pos = 0; (pos = sql.find("{{s}}", pos)) != std::string::npos;) {
-    sql.replace(pos, 5, prefix);
-    pos += prefix.size();
-  }
-  return sql;
+  return spool::detail::fill_placeholders(std::string(spool::detail::embedded_sql(path)),
+                                          {{"{{s}}", spool::detail::schema_prefix(schema)}});
 }
 
 namespace {

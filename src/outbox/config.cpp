@@ -21,12 +21,6 @@ migrate_options migrate_options_of(const outbox_config& c, engine kind) {
   return o;
 }
 
-void replace_all(std::string& s, std::string_view key, std::string_view value) {
-  for (std::size_t pos = 0; (pos = s.find(key, pos)) != std::string::npos; pos += value.size()) {
-    s.replace(pos, key.size(), value);
-  }
-}
-
 // Replaces MACRO[expr] (expr without brackets) with fmt(expr).
 template <class F>
 void expand(std::string& s, std::string_view macro, F f) {
@@ -97,12 +91,13 @@ void resolve_schema(names& n, database& db) {
 
 std::string render(engine kind, std::string_view file, const names& n) {
   const bool pg = kind == engine::postgres;
-  std::string sql(spool::detail::embedded_sql(fmt::format("{}/outbox/queries/{}.sql", pg ? "postgres" : "sqlite", file)));
-  const std::string prefix = pg ? spool::detail::quote_identifier(n.schema) + "." : "";
-  replace_all(sql, "{{cols}}", pg ? pg_cols : sqlite_cols);
-  replace_all(sql, "{{t}}", prefix + spool::detail::quote_identifier(n.table));
-  replace_all(sql, "{{a}}", prefix + spool::detail::quote_identifier(n.audit));
-  replace_all(sql, "{{ledger}}", prefix + "spool_schema_migrations");
+  const std::string prefix = pg ? spool::detail::schema_prefix(n.schema) : "";
+  std::string sql = spool::detail::fill_placeholders(
+      std::string(spool::detail::embedded_sql(fmt::format("{}/outbox/queries/{}.sql", pg ? "postgres" : "sqlite", file))),
+      {{"{{cols}}", pg ? pg_cols : sqlite_cols},
+       {"{{t}}", prefix + spool::detail::quote_identifier(n.table)},
+       {"{{a}}", prefix + spool::detail::quote_identifier(n.audit)},
+       {"{{ledger}}", prefix + "spool_schema_migrations"}});
   if (pg) {
     // Times cross the wire as epoch microseconds, independent of the
     // session's TimeZone and DateStyle (offsets are whole seconds).
