@@ -1,8 +1,7 @@
-// The retry curve of op-queue.md §7.3 and the database-error backoff of §7.2.
-#include "backoff.hpp"
-
+// The retry curve of op-queue.md §7.3 (the database-error backoff is runtime/db_backoff).
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "spool/ops/worker_pool.hpp"
 
@@ -17,15 +16,4 @@ std::chrono::milliseconds backoff_delay(std::int32_t attempts, const retry_polic
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(std::max(0.0, ms))));
 }
 
-namespace detail {
-
-std::chrono::milliseconds db_backoff::next() {
-  std::uniform_real_distribution<double> jitter(0.8, 1.2);
-  const auto base = current_;
-  current_ = std::min(max_, current_ * 2);
-  const double ms = static_cast<double>(base.count()) * jitter(rng_);
-  return std::min(max_, std::chrono::milliseconds(static_cast<std::int64_t>(ms)));
-}
-
-}  // namespace detail
 }  // namespace spool::ops

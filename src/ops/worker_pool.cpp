@@ -10,14 +10,14 @@
 #include <random>
 #include <thread>
 
-#include "backoff.hpp"
 #include "common/log.hpp"
 #include "common/utf8.hpp"
+#include "runtime/db_backoff.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {
 
-using detail::db_backoff;
+using spool::detail::db_backoff;
 using spool::detail::log;
 using namespace std::chrono_literals;
 

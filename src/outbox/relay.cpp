@@ -19,7 +19,7 @@
 
 #include "common/log.hpp"
 #include "common/uuid.hpp"
-#include "ops/backoff.hpp"
+#include "runtime/db_backoff.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox {
@@ -952,7 +952,7 @@ struct relay::impl {
 
   // The main loop of run().
   void loop(const std::stop_token& stop) {
-    spool::ops::detail::db_backoff backoff(100ms, 30s);
+    spool::detail::db_backoff backoff(100ms, 30s);
     bool more = true;  // the last claim got all it asked for (the first claim goes at once)
     while (!stop.stop_requested()) {
       {

@@ -1,14 +1,13 @@
-// Internal: the database-error backoff of op-queue.md §7.2 (starts at
-// poll_interval, doubles per consecutive error up to max_db_backoff, ±20 %
-// jitter, reset after a success) and last_error truncation.
+// The database-error backoff every runtime shares (op-queue.md §7.2; the
+// relay and the consumer use the same curve): it starts at `start`, doubles
+// per consecutive error up to `max`, with ±20 % jitter, and is reset after a
+// success. Thread safety: one instance per loop; not shared.
 #pragma once
 
 #include <chrono>
 #include <random>
-#include <string>
-#include <string_view>
 
-namespace spool::ops::detail {
+namespace spool::detail {
 
 class db_backoff {
  public:
@@ -23,4 +22,4 @@ class db_backoff {
   std::mt19937_64 rng_;
 };
 
-}  // namespace spool::ops::detail
+}  // namespace spool::detail
