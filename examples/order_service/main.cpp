@@ -122,7 +122,8 @@ int run(const shop::settings& s) {
   sink_options.notify = pg;
   outbox::relay_options ro;
   ro.mode = outbox::serialization::by_ordering_key;
-  ro.max_in_flight = 16;
+  ro.max_in_flight = 64;  // a claim takes the head of every customer (at most one per key)
+  ro.sink_concurrency = 4;  // the queue sink only prepares rows: its writes commit with the batch record
   ro.notify = pg;
   ro.poll_interval = 250ms;
   outbox::relay relay(store, outbox::make_mq_sink(db, sink_options), ro);
