@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.hpp"
 #include "common/uuid.hpp"
 #include "fuzz_check.hpp"
 #include "ops/cursor.hpp"
@@ -54,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   try {
     spool::ops::detail::check_name("type", input);
-    check(!input.empty() && input.size() <= 255 && spool::ops::detail::valid_utf8(input),
+    check(!input.empty() && input.size() <= 255 && spool::detail::is_utf8(input),
           "check_name too lax");
     for (char c : input)
       check(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f, "control character accepted");
@@ -62,8 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_error(e, errc::invalid_argument);
   }
 
-  const std::string clean = spool::ops::detail::sanitize_message(input);
-  check(spool::ops::detail::valid_utf8(clean), "sanitize_message left invalid UTF-8");
-  check(clean.find('\0') == std::string::npos, "sanitize_message left a NUL");
+  const std::string clean = spool::detail::utf8_repair(input, true);
+  check(spool::detail::is_utf8(clean), "utf8_repair left invalid UTF-8");
+  check(clean.find('\0') == std::string::npos, "utf8_repair left a NUL");
   return 0;
 }
