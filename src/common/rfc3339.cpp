@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace spool::detail {
 
 namespace {
