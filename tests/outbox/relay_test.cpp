@@ -41,6 +41,14 @@ class gate {
   bool open_ = false;
 };
 
+// Raises max to at least v (a high-water mark kept from several threads).
+template <class T>
+void raise_to(std::atomic<T>& max, T v) {
+  T seen = max;
+  while (v > seen && !max.compare_exchange_weak(seen, v)) {
+  }
+}
+
 class outbox_relay : public outbox_conformance {
  protected:
   void SetUp() override {
@@ -168,14 +176,8 @@ TEST_P(outbox_relay, rule_1_it_claims_only_as_many_rows_as_it_can_publish) {
   o.max_in_flight = 2;
   o.claim_batch = 10;
   relay r(*st_, make_callback_sink([&](const claimed_message&, std::stop_token) {
-    const int now = ++running;
-    int seen = max_running;
-    while (now > seen && !max_running.compare_exchange_weak(seen, now)) {
-    }
-    const auto leased = count("state = 'leased'");
-    std::int64_t m = max_leased;
-    while (leased > m && !max_leased.compare_exchange_weak(m, leased)) {
-    }
+    raise_to(max_running, ++running);
+    raise_to(max_leased, count("state = 'leased'"));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     --running;
     return sink_outcome::delivered();
@@ -203,10 +205,7 @@ TEST_P(outbox_relay, rule_1_fewer_sink_calls_than_leases_claim_whole_batches_and
   o.sink_concurrency = 2;
   o.claim_batch = 50;
   relay r(*st_, make_callback_sink([&](const claimed_message& m, std::stop_token) {
-    const int now = ++running;
-    int was = max_running;
-    while (now > was && !max_running.compare_exchange_weak(was, now)) {
-    }
+    raise_to(max_running, ++running);
     {
       std::lock_guard lock(mu);
       seen.insert(m.message.id);
