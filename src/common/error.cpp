@@ -22,9 +22,15 @@ std::string_view to_string(errc code) noexcept {
 }
 
 error::error(errc code, const std::string& message, std::string reason, std::string sqlstate)
+    : error(code, message, std::move(reason), engine_facts{std::move(sqlstate), {}, 0}) {}
+
+error::error(errc code, const std::string& message, std::string reason, engine_facts facts)
     : std::runtime_error(message),
       code_(code),
       reason_(reason.empty() ? std::string(to_string(code)) : std::move(reason)),
-      sqlstate_(std::move(sqlstate)) {}
+      facts_(std::move(facts)) {}
+
+error::error(const error& cause, const std::string& message)
+    : std::runtime_error(message), code_(cause.code_), reason_(cause.reason_), facts_(cause.facts_) {}
 
 }  // namespace spool

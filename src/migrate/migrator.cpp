@@ -276,7 +276,7 @@ std::vector<applied_migration> migrate_sqlite_on(sqlite::detail::connection& c, 
       try {
         sqlite_run_up(*conn, render(m.up, "", t));
       } catch (const error& e) {
-        if (std::string_view(e.what()).find("spool_malformed_row") != std::string_view::npos) {
+        if (e.constraint() == "spool_malformed_row") {
           rethrow_malformed_row(*conn, m, t.ops_table);
         }
         throw;

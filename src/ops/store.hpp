@@ -172,5 +172,7 @@ std::vector<std::optional<std::string>> sqlite_holders(sqlite::detail::connectio
 // Renders an embedded query (sql/<engine>/ops/queries/NAME.sql) for this
 // schema and table.
 std::string ops_sql(engine kind, const char* name, const store_config& config);
+// Renders any embedded op-queue file (a path under sql/) for this schema and table.
+std::string render_ops_file(std::string_view path, const store_config& config);
 
 }  // namespace spool::ops::detail

@@ -20,12 +20,6 @@ namespace spool::ops::detail {
 
 using pg::detail::intent;
 
-std::string ops_sql(engine kind, const char* name, const store_config& config) {
-  const std::string path =
-      fmt::format("{}/ops/queries/{}.sql", kind == engine::postgres ? "postgres" : "sqlite", name);
-  return spool::detail::render_template(std::string(spool::detail::embedded_sql(path)), config.schema,
-                                        config.table);
-}
 
 namespace {
 
@@ -48,7 +42,7 @@ using spool::detail::opt_text;
 using spool::detail::to_i64;
 
 bool is_unique_violation(const error& e) {
-  return e.code() == errc::database_error && e.sqlstate() == "23505";
+  return e.code() == errc::database_error && e.reason() == "unique_violation";
 }
 
 std::vector<param> insert_params(const store_config& config, const std::vector<insert_item>& items) {

@@ -319,11 +319,9 @@ class sqlite_store final : public store {
     auto conn = pool_.acquire(call);
     immediate_tx tx(*conn);
     try {
-      conn->exec_script(spool::detail::render_template(
-          std::string(spool::detail::embedded_sql("sqlite/ops/scripts/repair_times.sql")), "",
-          config_.table));
+      conn->exec_script(render_ops_file("sqlite/ops/scripts/repair_times.sql", config_));
     } catch (const error& e) {
-      if (std::string_view(e.what()).find("spool_malformed_row") == std::string_view::npos) throw;
+      if (e.constraint() != "spool_malformed_row") throw;
       const auto r = conn->query(
           "SELECT id, col, CAST(v AS TEXT) FROM temp.spool_ops_times WHERE c IS NULL LIMIT 1", {}, call);
       throw error(

@@ -145,7 +145,7 @@ std::vector<insert_item> prepare_batch(const std::vector<new_op>& ops, std::size
       out.push_back(std::move(item));
     } catch (const error& e) {
       if (!index_names) throw;
-      throw error(e.code(), fmt::format("op {} of the batch: {}", i, e.what()), e.reason());
+      throw error(e, fmt::format("op {} of the batch: {}", i, e.what()));
     }
   }
   for (std::size_t i = 0; i < out.size(); ++i) {

@@ -149,15 +149,14 @@ void rethrow_translated() {
   try {
     throw;
   } catch (const error& e) {
-    const std::string_view msg = e.what();
-    if (e.sqlstate() == "23514" || e.sqlstate() == "22003" || e.sqlstate() == "22008" ||
-        (e.code() == errc::database_error && msg.find("CHECK constraint failed") != std::string_view::npos)) {
-      throw error(errc::invalid_argument, std::string(msg), "value_outside_bounds", e.sqlstate());
+    // By condition, as both engine translators name it (src/engine/*/).
+    const engine_facts facts{e.sqlstate(), e.constraint(), e.extended_code()};
+    if (e.reason() == "check_violation" || e.sqlstate() == "22003" || e.sqlstate() == "22008") {
+      throw error(errc::invalid_argument, e.what(), "value_outside_bounds", facts);
     }
-    if (e.sqlstate() == "42703" || msg.find("no such column") != std::string_view::npos ||
-        msg.find("has no column named") != std::string_view::npos) {
-      throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", msg), "schema_version_mismatch",
-                  e.sqlstate());
+    if (e.reason() == "undefined_column") {
+      throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", e.what()), "schema_version_mismatch",
+                  facts);
     }
     throw;
   }

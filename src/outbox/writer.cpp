@@ -74,7 +74,7 @@ void writer::check_batch(const std::vector<envelope>& batch) const {
     try {
       validate_for_insert(batch[i], options_.envelope_limits);
     } catch (const error& e) {
-      throw error(e.code(), fmt::format("envelope {}: {}", i, e.what()), e.reason());
+      throw error(e, fmt::format("envelope {}: {}", i, e.what()));
     }
   }
   std::unordered_set<std::string_view> ids, keys;

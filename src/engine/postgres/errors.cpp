@@ -18,11 +18,15 @@ std::string trimmed(const char* s) {
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+std::string field(const PGresult* res, int code) {
+  const char* v = res ? PQresultErrorField(res, code) : nullptr;
+  return v ? v : "";
+}
+
 }  // namespace
 
 void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_view context) {
-  const char* state_c = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-  const std::string sqlstate = state_c ? state_c : "";
+  const std::string sqlstate = field(res, PG_DIAG_SQLSTATE);
   std::string msg = trimmed(res ? PQresultErrorMessage(res) : nullptr);
   if (msg.empty()) msg = trimmed(PQerrorMessage(conn));
   msg = redact_password(msg);
@@ -54,7 +58,14 @@ void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_vie
   if (sqlstate == "25006") throw error(errc::invalid_state, msg, "not_writable", sqlstate);
   // A role without the grant (docs/SECURITY.md): not retryable, not a bug in Spool.
   if (sqlstate == "42501") throw error(errc::unauthorized, msg, "insufficient_privilege", sqlstate);
-  throw error(errc::database_error, msg, "database_error", sqlstate);
+  // The conditions a capability maps by name; the same reasons come from the
+  // SQLite translator, so callers never ask which engine failed.
+  engine_facts facts{sqlstate, field(res, PG_DIAG_CONSTRAINT_NAME), 0};
+  const char* reason = sqlstate == "23514"   ? "check_violation"
+                       : sqlstate == "23505" ? "unique_violation"
+                       : sqlstate == "42703" ? "undefined_column"
+                                             : "database_error";
+  throw error(errc::database_error, msg, reason, std::move(facts));
 }
 
 }  // namespace spool::pg::detail

@@ -60,18 +60,50 @@ connection::~connection() {
 
 bool connection::in_transaction() const noexcept { return sqlite3_get_autocommit(db_) == 0; }
 
+namespace {
+
+// "CHECK constraint failed: spool_malformed_row" → "spool_malformed_row";
+// SQLite names a constraint only in its message, so this is read here, once.
+std::string constraint_named(const std::string& msg) {
+  const auto colon = msg.find(": ");
+  return colon == std::string::npos ? std::string() : msg.substr(colon + 2);
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
 void connection::fail(int rc, std::string_view context) const {
   const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  const int extended = db_ ? sqlite3_extended_errcode(db_) : rc;
   const int primary = rc & 0xff;
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
-    throw error(errc::unavailable, fmt::format("SQLite database is locked ({}): {}", context, msg), "busy");
+    throw error(errc::unavailable, fmt::format("SQLite database is locked ({}): {}", context, msg), "busy",
+                engine_facts{{}, {}, extended});
   }
-  if (msg.rfind("no such table", 0) == 0) {
-    throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", msg), "schema_version_mismatch");
+  if (starts_with(msg, "no such table")) {
+    throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", msg), "schema_version_mismatch",
+                engine_facts{{}, {}, extended});
   }
-  if (primary == SQLITE_READONLY) throw error(errc::invalid_state, msg, "not_writable");
-  if (primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR) throw error(errc::unavailable, msg, "io_error");
-  throw error(errc::database_error, fmt::format("SQLite {}: {}", context, msg), "database_error");
+  if (primary == SQLITE_READONLY)
+    throw error(errc::invalid_state, msg, "not_writable", engine_facts{{}, {}, extended});
+  if (primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR) {
+    throw error(errc::unavailable, msg, "io_error", engine_facts{{}, {}, extended});
+  }
+  // The conditions a capability maps by name, with the reasons the PostgreSQL
+  // translator gives them (engine/postgres/errors.cpp).
+  engine_facts facts{{}, {}, extended};
+  const char* reason = "database_error";
+  if (extended == SQLITE_CONSTRAINT_CHECK) {
+    reason = "check_violation";
+    facts.constraint = constraint_named(msg);
+  } else if (extended == SQLITE_CONSTRAINT_UNIQUE || extended == SQLITE_CONSTRAINT_PRIMARYKEY) {
+    reason = "unique_violation";
+    facts.constraint = constraint_named(msg);
+  } else if (starts_with(msg, "no such column") || msg.find("has no column named") != std::string::npos) {
+    reason = "undefined_column";
+  }
+  throw error(errc::database_error, fmt::format("SQLite {}: {}", context, msg), reason, std::move(facts));
 }
 
 ::sqlite3_stmt* connection::prepare(std::string_view sql) {
