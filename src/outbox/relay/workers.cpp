@@ -1,0 +1,69 @@
+// The relay's workers: each takes claimed rows from the queue, publishes
+// them, and flushes the delivered ones' records in batches.
+#include "outbox/relay/impl.hpp"
+
+#include <algorithm>
+
+#include "common/log.hpp"
+#include "spool/error.hpp"
+
+namespace spool::outbox {
+
+using spool::detail::log;
+using namespace std::chrono_literals;
+
+std::size_t relay::impl::free_capacity_locked() const {
+  // Delivered rows awaiting their mark still hold leases: they count.
+  const std::size_t held = busy + tasks.size() + pending_marks.size() + marking;
+  return o.max_in_flight - std::min(o.max_in_flight, held);
+}
+
+// ---- workers ----
+void relay::impl::worker() {
+  for (;;) {
+    std::shared_ptr<flight> f;
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return !tasks.empty() || session_over; });
+      if (tasks.empty()) return;
+      f = std::move(tasks.front());
+      tasks.pop_front();
+      ++busy;
+    }
+    while (f) {
+      std::shared_ptr<flight> next;
+      try {
+        next = handle(*f);
+      } catch (const std::exception& e) {  // containment: nothing escapes a worker
+        log().error("outbox relay {}: unexpected error handling {}: {}", owner, f->m.message.id, e.what());
+      }
+      bool flush = false;
+      if (!f->deferred) finish_flight(f);
+      {
+        std::lock_guard lock(mu);
+        if (f->deferred) pending_marks.push_back(f);
+        // Flush once no queued row waits for a worker (nothing more is
+        // about to join this batch) or a claim's worth is pending.
+        flush = !pending_marks.empty() && (tasks.empty() || pending_marks.size() >= claim_batch);
+      }
+      if (flush) flush_marks();
+      f = std::move(next);
+    }
+    {
+      std::lock_guard lock(mu);
+      --busy;
+    }
+    cv.notify_all();
+  }
+}
+
+void relay::impl::finish_flight(const std::shared_ptr<flight>& f) {
+  f->ph = done;
+  std::lock_guard lock(mu);
+  const auto it = flights.find(f->m.message.id);
+  if (it != flights.end() && it->second == f) flights.erase(it);
+  if (f->probe) probe_out = false;
+  m.in_flight = static_cast<std::int64_t>(flights.size());
+}
+
+}  // namespace spool::outbox
