@@ -1,0 +1,68 @@
+// Heartbeats (op-queue.md §5.1): every live lease renewed each
+// heartbeat_interval; a refused or long-failing one cancels its handler.
+#include "ops/worker_pool/impl.hpp"
+
+#include <algorithm>
+
+#include "common/log.hpp"
+#include "spool/error.hpp"
+
+namespace spool::ops {
+
+using spool::detail::db_backoff;
+using spool::detail::log;
+using namespace std::chrono_literals;
+
+std::chrono::milliseconds worker_pool::impl::heartbeat_round() {
+  std::vector<std::shared_ptr<flight>> live;
+  {
+    std::lock_guard lock(flights_mutex);
+    for (const auto& [id, f] : flights) {
+      if (f->cause.load() == stop_cause::none || f->cause.load() == stop_cause::shutdown) live.push_back(f);
+    }
+  }
+  if (live.empty()) return opts.heartbeat_interval;
+  std::vector<lease> leases;
+  for (const auto& f : live) leases.push_back({f->claimed.id, std::string(token(f->claimed))});
+  try {
+    const auto gone = q.heartbeat_batch(leases, call_options::within(opts.heartbeat_interval));
+    heartbeat_backoff.reset();
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& f : live) {
+      const bool lost =
+          std::any_of(gone.begin(), gone.end(), [&](const lease& l) { return l.id == f->claimed.id; });
+      if (lost && finished(*f)) continue;  // its outcome was recorded after we looked: not a loss
+      if (lost) {
+        lose(*f, "its heartbeat was refused");
+      } else {
+        f->last_heartbeat = now;
+      }
+    }
+    return opts.heartbeat_interval;
+  } catch (const std::exception& e) {
+    db_error("", "heartbeat", e);
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& f : live) {
+      if (now - f->last_heartbeat >= opts.lease_timeout) lose(*f, "no heartbeat succeeded for lease_timeout");
+    }
+    return std::min(opts.heartbeat_interval, heartbeat_backoff.next());
+  }
+}
+
+bool worker_pool::impl::finished(const flight& f) {
+  std::lock_guard lock(flights_mutex);
+  const auto it = flights.find(f.claimed.id);
+  return it == flights.end() || it->second.get() != &f;
+}
+
+void worker_pool::impl::lose(flight& f, std::string_view why) {
+  stop_cause expected = f.cause.load();
+  if (expected == stop_cause::lease_lost) return;
+  f.cause.store(stop_cause::lease_lost);
+  count(f.claimed.type, &type_metrics::lease_lost);
+  log().warn("ops worker_pool {}: op {} lost its lease ({}); cancelling its handler", opts.owner,
+             f.claimed.id, why);
+  f.stop.request_stop();
+}
+
+}  // namespace spool::ops
