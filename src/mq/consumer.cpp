@@ -18,14 +18,15 @@
 namespace spool::mq {
 using spool::detail::log;
 }
+#include "runtime/retry_curve.hpp"
 #include "spool/error.hpp"
 
 namespace spool::mq {
 
 std::chrono::seconds consumer::backoff(std::int64_t receive_count, std::chrono::seconds cap) {
-  const std::int64_t n = std::max<std::int64_t>(receive_count, 1) - 1;
-  if (n >= 62) return cap;
-  return std::min(cap, std::chrono::seconds(std::int64_t{1} << n));
+  if (cap.count() <= 0) return std::chrono::seconds(0);
+  const double d = spool::detail::exponential_delay(receive_count, 1, 2, static_cast<double>(cap.count()));
+  return std::chrono::seconds(static_cast<std::int64_t>(d));
 }
 
 struct consumer::impl {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "common/log.hpp"
+#include "runtime/retry_curve.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox {
@@ -17,11 +18,9 @@ using spool::detail::log;
 using namespace std::chrono_literals;
 
 std::chrono::milliseconds backoff_ceiling(std::uint32_t failure, const backoff_policy& p) noexcept {
-  const std::uint32_t n = std::max<std::uint32_t>(failure, 1);
-  const auto cap = std::max<std::int64_t>(p.cap.count(), 0);
-  std::int64_t c = std::max<std::int64_t>(p.initial.count(), 0);
-  for (std::uint32_t i = 1; i < n && c < cap; ++i) c *= 2;
-  return std::chrono::milliseconds(std::min(c, cap));
+  const double c = spool::detail::exponential_delay(failure, static_cast<double>(p.initial.count()), 2,
+                                                   static_cast<double>(p.cap.count()));
+  return std::chrono::milliseconds(static_cast<std::int64_t>(c));
 }
 
 std::chrono::milliseconds backoff_delay(std::uint32_t failure, const backoff_policy& p, double u) noexcept {
