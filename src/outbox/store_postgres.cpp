@@ -291,7 +291,7 @@ class postgres_backend final : public store_backend {
                   topic ? param(*topic) : param(nullptr), before ? param(before->first) : param(nullptr),
                   before ? param(before->second) : param(std::string()), static_cast<std::int64_t>(limit)},
                  intent::read);  // read only: rolled back
-    return summaries(rows);
+    return summaries_of(rows);
   }
 
   replay_outcome replay(const replay_request& r, const std::string& replay_id, std::int64_t lock_timeout_ms,
@@ -300,7 +300,7 @@ class postgres_backend final : public store_backend {
     tx.set_local("lock_timeout", lock_timeout_ms);
     const auto locked = tx.query(sql_.at("replay_lock"), {array_of(r.ids)});
     replay_outcome out;
-    if (conflicts(r.ids, locked, out)) return out;  // rolls back
+    if (replay_conflicts(r.ids, locked, out)) return out;  // rolls back
     const auto rows =
         tx.query(sql_.at("replay_apply"), {array_of(r.ids), replay_id, n_.qualified, r.requested_by, r.reason,
                                            r.available_at ? param(micros(*r.available_at)) : param(nullptr)});
@@ -382,75 +382,9 @@ class postgres_backend final : public store_backend {
   std::unordered_map<std::string, std::string> sql_;
   database db_;
   names n_;
-
- public:
-  static std::vector<message_summary> summaries(const std::vector<row>& rows);
-  static bool conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
-                        replay_outcome& out);
 };
 
 }  // namespace
-
-// Shared with the SQLite backend (same column order).
-std::vector<message_summary> summaries_of(const std::vector<row>& rows) {
-  return postgres_backend::summaries(rows);
-}
-bool replay_conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
-                      store_backend::replay_outcome& out) {
-  return postgres_backend::conflicts(ids, locked, out);
-}
-
-std::vector<message_summary> postgres_backend::summaries(const std::vector<row>& rows) {
-  auto opt_time = [](const std::optional<std::string>& s) {
-    return s ? std::optional<time_point>(from_micros(std::stoll(*s))) : std::nullopt;
-  };
-  std::vector<message_summary> out;
-  for (const auto& r : rows) {
-    message_summary m;
-    m.pos = {static_cast<std::uint64_t>(std::stoull(r[1].value_or("0"))), std::stoll(*r[0])};
-    m.id = *r[2];
-    m.topic = *r[3];
-    m.payload_version = static_cast<std::uint16_t>(std::stoul(*r[4]));
-    m.ordering_key = r[5].value_or("");
-    m.idempotency_key = r[6].value_or("");
-    m.state = parse_message_state(*r[7]);
-    m.claim_count = static_cast<std::uint32_t>(std::stoul(*r[8]));
-    m.failure_count = static_cast<std::uint32_t>(std::stoul(*r[9]));
-    m.available_at = from_micros(std::stoll(*r[10]));
-    m.created_at = from_micros(std::stoll(*r[11]));
-    m.updated_at = from_micros(std::stoll(*r[12]));
-    m.lease_owner = r[13];
-    m.leased_until = opt_time(r[14]);
-    m.delivered_at = opt_time(r[15]);
-    m.dead_lettered_at = opt_time(r[16]);
-    m.last_error_code = r[17];
-    m.last_error = r[18];
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
-bool postgres_backend::conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
-                                 replay_outcome& out) {
-  std::unordered_map<std::string, std::string> states;
-  for (const auto& r : locked) states[*r[0]] = *r[1];
-  bool bad = false;
-  for (const auto& id : ids) {
-    auto it = states.find(id);
-    replay_item_status s = replay_item_status::replayable;
-    if (it == states.end()) {
-      s = replay_item_status::missing;
-    } else if (it->second == "pending") {
-      s = replay_item_status::pending;
-    } else if (it->second == "leased") {
-      s = replay_item_status::leased;
-    }
-    bad = bad || s != replay_item_status::replayable;
-    out.statuses.emplace_back(id, s);
-  }
-  out.conflict = bad;
-  return bad;
-}
 
 std::unique_ptr<store_backend> make_postgres_backend(database db, names n) {
   return std::make_unique<postgres_backend>(std::move(db), std::move(n));
