@@ -1,7 +1,7 @@
 // The op queue's store seam: everything that is SQL, behind one narrow
 // interface with a PostgreSQL and a SQLite implementation (op-queue.md §4).
 // Validation, decoding, fencing rules, dedup retries and wake-ups live once,
-// above it, in queue.cpp and its helpers.
+// above it, in queue.cpp, the queue_*.cpp files and their helpers.
 // Thread safety: implementations are safe from many threads (pooled
 // connections; an adopted SQLite handle is serialised by a pool of one).
 #pragma once

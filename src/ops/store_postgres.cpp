@@ -13,6 +13,7 @@
 #include "engine/database_impl.hpp"
 #include "migrate/migration_files.hpp"
 #include "ops/store.hpp"
+#include "ops/store_postgres.hpp"
 #include "ops/time.hpp"
 #include "spool/error.hpp"
 
@@ -20,8 +21,6 @@ namespace spool::ops::detail {
 
 using pg::detail::intent;
 
-
-namespace {
 
 std::string text_array(const std::vector<std::string>& values) {
   std::vector<const std::string*> ptrs;
@@ -38,52 +37,14 @@ std::string text_array(const std::vector<std::optional<std::string>>& values) {
 }
 
 param boolean(bool b) { return std::string(b ? "true" : "false"); }
+
+namespace {
+
 using spool::detail::opt_text;
 using spool::detail::to_i64;
 
 bool is_unique_violation(const error& e) {
   return e.code() == errc::database_error && e.reason() == "unique_violation";
-}
-
-std::vector<param> insert_params(const store_config& config, const std::vector<insert_item>& items) {
-  std::vector<std::string> ids, types, payloads, priorities, max_attempts;
-  std::vector<std::optional<std::string>> not_before, delays, keys;
-  for (const auto& it : items) {
-    ids.push_back(it.id);
-    types.push_back(it.type);
-    payloads.push_back(it.payload);
-    priorities.push_back(std::to_string(it.priority));
-    max_attempts.push_back(std::to_string(it.max_attempts));
-    not_before.push_back(it.not_before ? std::optional<std::string>(pg_time(*it.not_before)) : std::nullopt);
-    delays.push_back(it.delay ? std::optional<std::string>(std::to_string(it.delay->count())) : std::nullopt);
-    keys.push_back(it.dedup_key);
-  }
-  return {text_array(ids),          text_array(types),      text_array(payloads), text_array(priorities),
-          text_array(max_attempts), text_array(not_before), text_array(delays),   text_array(keys),
-          boolean(config.notify),   config.channel};
-}
-
-// Pairs the RETURNING ids with the items (an id repeated in the batch is
-// refused before the statement, so each returned id is one item's); an item
-// not returned was skipped, for a taken id when taken holds it, else for its
-// dedup key.
-std::vector<insert_outcome> outcomes(const std::vector<insert_item>& items, const std::vector<row>& inserted,
-                                     const std::vector<row>& taken) {
-  std::unordered_map<std::string, bool> fresh;
-  for (const auto& r : inserted) fresh[*r[0]] = true;
-  std::unordered_map<std::string, bool> stored;
-  for (const auto& r : taken) stored[*r[0]] = true;
-  std::vector<insert_outcome> out(items.size(), insert_outcome::key_held);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    auto it = fresh.find(items[i].id);
-    if (it != fresh.end() && it->second) {
-      out[i] = insert_outcome::inserted;
-      it->second = false;
-    } else if (stored.count(items[i].id) > 0) {
-      out[i] = insert_outcome::id_taken;
-    }
-  }
-  return out;
 }
 
 class postgres_store final : public store {
@@ -447,45 +408,6 @@ class postgres_store final : public store {
 };
 
 }  // namespace
-
-std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const store_config& config,
-                                            const std::vector<insert_item>& items, const call_options& call) {
-  // One statement that skips what conflicts (a taken id or a held key), so
-  // the transaction stays usable; the skipped items' ids are then looked up
-  // in the same transaction to tell the two apart, without reading error text.
-  const auto params = insert_params(config, items);
-  const auto inserted = conn.query(ops_sql(engine::postgres, "enqueue", config), params, intent::write, call);
-  if (inserted.size() == items.size())
-    return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
-  std::vector<std::string> skipped;
-  {
-    std::unordered_map<std::string, bool> fresh;
-    for (const auto& r : inserted) fresh[*r[0]] = true;
-    for (const auto& it : items) {
-      if (fresh.count(it.id) == 0) skipped.push_back(it.id);
-    }
-  }
-  // intent::write: when this lookup fails, the insert before it may have
-  // committed, so the caller must hear in_doubt, never "nothing was done".
-  const auto taken = conn.query(ops_sql(engine::postgres, "existing_ids", config), {text_array(skipped)},
-                                intent::write, call);
-  return outcomes(items, inserted, taken);
-}
-
-std::vector<std::optional<std::string>> postgres_holders(pg::detail::connection& conn,
-                                                         const store_config& config,
-                                                         const std::vector<std::string>& keys,
-                                                         const call_options& call) {
-  const auto rows =
-      conn.query(ops_sql(engine::postgres, "holders", config), {text_array(keys)}, intent::read, call);
-  std::vector<std::optional<std::string>> out(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    for (const auto& r : rows) {
-      if (r[0] == keys[i]) out[i] = r[1];
-    }
-  }
-  return out;
-}
 
 std::string resolve_pg_schema(spool::detail::database_impl& db, const std::string& configured,
                               const call_options& call) {

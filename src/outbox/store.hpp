@@ -1,7 +1,8 @@
 // The outbox's store seam: everything that is SQL, behind one narrow
 // interface with a PostgreSQL and a SQLite implementation. Argument checks,
 // sanitising, observer events and the archiver thread live once, above it
-// (store.cpp); the writer's engine halves live in writer_*.cpp.
+// (store.cpp, store_leases.cpp, store_transitions.cpp, store_admin.cpp,
+// store_prune.cpp); the writer's engine halves live in writer_*.cpp.
 // Thread safety: implementations are safe from many threads (pooled connections).
 #pragma once
 
@@ -141,8 +142,8 @@ class store_backend {
   virtual std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref, const call_options& c) = 0;
 };
 
-// Shared by both backends: inspect rows → summaries; replay's per-id statuses
-// (true when any id is not terminal).
+// Shared by both backends (backend_shared.cpp): inspect rows → summaries;
+// replay's per-id statuses (true when any id is not terminal).
 std::vector<message_summary> summaries_of(const std::vector<row>& rows);
 bool replay_conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
                       store_backend::replay_outcome& out);

@@ -10,6 +10,7 @@
 #include "engine/database_impl.hpp"
 #include "engine/postgres/tx_impl.hpp"
 #include "outbox/store.hpp"
+#include "outbox/store_postgres_txn.hpp"
 #include "spool/error.hpp"
 #include "spool/pg.hpp"
 
@@ -25,95 +26,6 @@ std::string array_of(const std::vector<std::string>& v) {
   p.reserve(v.size());
   for (const auto& s : v) p.push_back(&s);
   return pg::detail::text_array(p);
-}
-
-// The opening of every transaction of the store's own (txn, one_trip_tx).
-constexpr const char* tx_begin = "BEGIN ISOLATION LEVEL READ COMMITTED";
-constexpr const char* tx_no_seqscan = "SET LOCAL enable_seqscan = off";
-
-// One short transaction of the store's own on a pooled connection, at READ
-// COMMITTED whatever the database default; rolled back unless committed.
-// Sequential scans are disabled for the transaction (SET LOCAL; the pooled
-// connection's session settings are untouched), so claim, backlog, inspect
-// and retention always use their partial indexes (outbox.md §3.3, scenario
-// 17), also on a small or freshly analysed table where the planner would
-// otherwise pick a sequential scan and cache it in a prepared statement.
-class txn {
- public:
-  txn(spool::detail::database_impl& db, const call_options& c) : lease_(db.pg_pool().acquire(c)), c_(c) {
-    try {
-      // One round trip for both (simple query): the store's transactions
-      // are short, so every round trip saved shows in the drain rate.
-      spool::detail::check_call(c, "outbox transaction");
-      lease_->exec_simple(fmt::format("{}; {}", tx_begin, tx_no_seqscan), intent::read);
-    } catch (...) {
-      lease_.discard();
-      throw;
-    }
-  }
-  ~txn() {
-    if (done_) return;
-    try {
-      if (lease_->healthy()) lease_->exec("ROLLBACK", {}, intent::read);
-    } catch (...) {
-      lease_.discard();
-    }
-  }
-  txn(const txn&) = delete;
-  txn& operator=(const txn&) = delete;
-  std::vector<row> query(const std::string& sql, const std::vector<param>& p, intent what = intent::write) {
-    return lease_->query(sql, p, what, c_);
-  }
-  void set_local(const std::string& setting, std::int64_t ms) {
-    lease_->exec(fmt::format("SET LOCAL {} = {}", setting, ms), {}, intent::read);
-  }
-  void commit() {
-    done_ = true;
-    lease_->exec("COMMIT", {}, intent::write);
-  }
-
- private:
-  spool::detail::pool<conn_t>::lease lease_;
-  const call_options& c_;
-  bool done_ = false;
-};
-
-// The same transaction as txn (READ COMMITTED, no sequential scans) when its
-// statements need nothing from each other's results: BEGIN, the statements
-// and COMMIT go in one round trip (libpq pipeline mode), so a claim or a
-// fenced transition costs one round trip instead of four. Returns the
-// statements' results. A failure leaves nothing committed: the aborted
-// transaction is rolled back, or the connection dropped.
-//
-// generic_plan: the statements' plan does not depend on their values (the
-// claim in mode none walks claim_idx whatever the limit; a fenced transition
-// finds one row by id), so they are planned once per connection instead of
-// on every call (a custom plan of the claim cost more than running it).
-std::vector<pg::detail::result_ptr> one_trip_tx(spool::detail::database_impl& db,
-                                                const std::vector<conn_t::statement>& statements,
-                                                bool generic_plan, const call_options& c) {
-  auto lease = db.pg_pool().acquire(c);
-  std::vector<conn_t::statement> all;
-  all.reserve(statements.size() + 4);
-  all.push_back({tx_begin, {}});
-  all.push_back({tx_no_seqscan, {}});
-  if (generic_plan) all.push_back({"SET LOCAL plan_cache_mode = force_generic_plan", {}});
-  const auto lead = static_cast<std::ptrdiff_t>(all.size());
-  all.insert(all.end(), statements.begin(), statements.end());
-  all.push_back({"COMMIT", {}});
-  try {
-    auto results = lease->pipeline(all, intent::write, c);
-    results.erase(results.begin(), results.begin() + lead);
-    results.pop_back();
-    return results;
-  } catch (...) {
-    try {
-      if (lease->healthy() && lease->in_transaction()) lease->exec("ROLLBACK", {}, intent::read);
-    } catch (...) {
-      lease.discard();
-    }
-    throw;
-  }
 }
 
 claimed_message to_claim(full_row&& r) {
@@ -379,7 +291,7 @@ class postgres_backend final : public store_backend {
                   topic ? param(*topic) : param(nullptr), before ? param(before->first) : param(nullptr),
                   before ? param(before->second) : param(std::string()), static_cast<std::int64_t>(limit)},
                  intent::read);  // read only: rolled back
-    return summaries(rows);
+    return summaries_of(rows);
   }
 
   replay_outcome replay(const replay_request& r, const std::string& replay_id, std::int64_t lock_timeout_ms,
@@ -388,7 +300,7 @@ class postgres_backend final : public store_backend {
     tx.set_local("lock_timeout", lock_timeout_ms);
     const auto locked = tx.query(sql_.at("replay_lock"), {array_of(r.ids)});
     replay_outcome out;
-    if (conflicts(r.ids, locked, out)) return out;  // rolls back
+    if (replay_conflicts(r.ids, locked, out)) return out;  // rolls back
     const auto rows =
         tx.query(sql_.at("replay_apply"), {array_of(r.ids), replay_id, n_.qualified, r.requested_by, r.reason,
                                            r.available_at ? param(micros(*r.available_at)) : param(nullptr)});
@@ -470,75 +382,9 @@ class postgres_backend final : public store_backend {
   std::unordered_map<std::string, std::string> sql_;
   database db_;
   names n_;
-
- public:
-  static std::vector<message_summary> summaries(const std::vector<row>& rows);
-  static bool conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
-                        replay_outcome& out);
 };
 
 }  // namespace
-
-// Shared with the SQLite backend (same column order).
-std::vector<message_summary> summaries_of(const std::vector<row>& rows) {
-  return postgres_backend::summaries(rows);
-}
-bool replay_conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
-                      store_backend::replay_outcome& out) {
-  return postgres_backend::conflicts(ids, locked, out);
-}
-
-std::vector<message_summary> postgres_backend::summaries(const std::vector<row>& rows) {
-  auto opt_time = [](const std::optional<std::string>& s) {
-    return s ? std::optional<time_point>(from_micros(std::stoll(*s))) : std::nullopt;
-  };
-  std::vector<message_summary> out;
-  for (const auto& r : rows) {
-    message_summary m;
-    m.pos = {static_cast<std::uint64_t>(std::stoull(r[1].value_or("0"))), std::stoll(*r[0])};
-    m.id = *r[2];
-    m.topic = *r[3];
-    m.payload_version = static_cast<std::uint16_t>(std::stoul(*r[4]));
-    m.ordering_key = r[5].value_or("");
-    m.idempotency_key = r[6].value_or("");
-    m.state = parse_message_state(*r[7]);
-    m.claim_count = static_cast<std::uint32_t>(std::stoul(*r[8]));
-    m.failure_count = static_cast<std::uint32_t>(std::stoul(*r[9]));
-    m.available_at = from_micros(std::stoll(*r[10]));
-    m.created_at = from_micros(std::stoll(*r[11]));
-    m.updated_at = from_micros(std::stoll(*r[12]));
-    m.lease_owner = r[13];
-    m.leased_until = opt_time(r[14]);
-    m.delivered_at = opt_time(r[15]);
-    m.dead_lettered_at = opt_time(r[16]);
-    m.last_error_code = r[17];
-    m.last_error = r[18];
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
-bool postgres_backend::conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
-                                 replay_outcome& out) {
-  std::unordered_map<std::string, std::string> states;
-  for (const auto& r : locked) states[*r[0]] = *r[1];
-  bool bad = false;
-  for (const auto& id : ids) {
-    auto it = states.find(id);
-    replay_item_status s = replay_item_status::replayable;
-    if (it == states.end()) {
-      s = replay_item_status::missing;
-    } else if (it->second == "pending") {
-      s = replay_item_status::pending;
-    } else if (it->second == "leased") {
-      s = replay_item_status::leased;
-    }
-    bad = bad || s != replay_item_status::replayable;
-    out.statuses.emplace_back(id, s);
-  }
-  out.conflict = bad;
-  return bad;
-}
 
 std::unique_ptr<store_backend> make_postgres_backend(database db, names n) {
   return std::make_unique<postgres_backend>(std::move(db), std::move(n));

@@ -84,7 +84,7 @@ ANALYZE outbox_messages;)",
   }
 
   // The plan of one statement as the store runs it: in a transaction with
-  // the settings of store_postgres.cpp's txn (store_settings), or with the
+  // the settings of store_postgres_txn.cpp's txn (store_settings), or with the
   // server's defaults; as a custom or a generic plan.
   // With analyze, the statement runs (its effects are rolled back) and the
   // plan shows the rows each node produced.

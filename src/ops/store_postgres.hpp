@@ -1,0 +1,17 @@
+// The PostgreSQL parameter encodings the op queue's PostgreSQL files share
+// (store_postgres.cpp, store_postgres_insert.cpp): text[] literals and booleans.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spool/database.hpp"
+
+namespace spool::ops::detail {
+
+std::string text_array(const std::vector<std::string>& values);
+std::string text_array(const std::vector<std::optional<std::string>>& values);
+param boolean(bool b);
+
+}  // namespace spool::ops::detail
