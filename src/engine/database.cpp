@@ -42,6 +42,11 @@ pool<sqlite::detail::connection>& database_impl::sqlite_pool() {
   return *sqlite_pool_;
 }
 
+void database_impl::clear_idle() {
+  if (pg_pool_) pg_pool_->clear_idle();
+  if (sqlite_pool_) sqlite_pool_->clear_idle();
+}
+
 std::unique_ptr<pg::detail::connection> database_impl::pg_connect(int connect_timeout_s) const {
   return std::make_unique<pg::detail::connection>(target_, display_, connect_timeout_s);
 }

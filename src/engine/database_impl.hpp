@@ -63,6 +63,9 @@ class database_impl {
 
   pool<pg::detail::connection>& pg_pool();
   pool<sqlite::detail::connection>& sqlite_pool();
+  // Closes the idle connections of this engine's pool (a queue that owns the
+  // handle, on stop); leased ones close when returned.
+  void clear_idle();
   // A fresh PostgreSQL connection outside the pool (health checks, LISTEN, migrations).
   std::unique_ptr<pg::detail::connection> pg_connect(int connect_timeout_s) const;
 

@@ -18,12 +18,9 @@
 #include "common/utf8.hpp"
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
-#include "engine/postgres/tx_impl.hpp"
-#include "engine/sqlite/tx_impl.hpp"
 #include "mq/store.hpp"
 #include "spool/error.hpp"
-#include "spool/pg.hpp"
-#include "spool/sqlite.hpp"
+#include "spool/tx.hpp"
 
 namespace spool::mq {
 
@@ -133,8 +130,7 @@ struct queue::impl {
     }
     if (opts.poll_interval.count() <= 0) throw error(errc::invalid_argument, "poll_interval must be positive");
     visibility = opts.visibility_timeout.count() == 0 ? std::chrono::seconds{30} : opts.visibility_timeout;
-    st = db.kind() == engine::postgres ? detail::make_postgres_store(db.impl(), opts.schema, opts.notify)
-                                       : detail::make_sqlite_store(db.impl());
+    st = detail::make_store(db.impl(), opts.schema, opts.notify);
   }
 
   // Runs one database operation: refuses after stop, and reports a failure
@@ -353,38 +349,25 @@ publish_result queue::publish_batch(const std::vector<message>& batch, std::chro
   return to_result(rows, inserted);
 }
 
-publish_result queue::publish(pg::tx& tx, const message& m, std::chrono::seconds delay) {
-  return publish_batch(tx, std::vector<message>{m}, delay);
-}
-publish_result queue::publish(sqlite::tx& tx, const message& m, std::chrono::seconds delay) {
+publish_result queue::publish(spool::tx& tx, const message& m, std::chrono::seconds delay) {
   return publish_batch(tx, std::vector<message>{m}, delay);
 }
 
-namespace {
-std::vector<batch_row> rows_for(const std::string& name, const std::vector<message>& batch) {
+publish_result queue::publish_batch(spool::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
+  if (impl_->is_stopped()) throw impl_->stopped_error();
+  if (tx.kind() != impl_->db.kind()) {
+    throw error(errc::invalid_argument,
+                fmt::format("queue {} is on another engine than the transaction passed to publish", impl_->shown),
+                "wrong_engine");
+  }
   std::vector<batch_row> rows;
   rows.reserve(batch.size());
-  for (const auto& m : batch) rows.push_back({name, m});
-  return rows;
-}
-}  // namespace
-
-publish_result queue::publish_batch(pg::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
-  if (impl_->is_stopped()) throw impl_->stopped_error();
-  return insert_batch(tx, rows_for(impl_->opts.name, batch),
+  for (const auto& m : batch) rows.push_back({impl_->opts.name, m});
+  return insert_batch(tx, rows,
                       insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay, impl_->opts.notify});
 }
 
-publish_result queue::publish_batch(sqlite::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
-  if (impl_->is_stopped()) throw impl_->stopped_error();
-  return insert_batch(tx, rows_for(impl_->opts.name, batch),
-                      insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay});
-}
-
-namespace {
-template <class Tx, class Insert>
-publish_result insert_batch_on(Tx& tx, const std::vector<batch_row>& rows, const insert_options& options,
-                               Insert&& insert) {
+publish_result insert_batch(spool::tx& tx, const std::vector<batch_row>& rows, const insert_options& options) {
   if (rows.empty()) return {};
   if (!options.schema.empty()) spool::detail::validate_identifier("schema", options.schema);
   const std::int64_t d = checked_delay(options.delay, "delay");
@@ -396,21 +379,7 @@ publish_result insert_batch_on(Tx& tx, const std::vector<batch_row>& rows, const
     msgs.push_back(&r.body);
   }
   const auto encoded = encode_rows(queues, msgs, options.max_payload_bytes);
-  tx.impl().require_transaction();
-  return to_result(encoded, insert(tx.impl().conn(), encoded, d));
-}
-}  // namespace
-
-publish_result insert_batch(pg::tx& tx, const std::vector<batch_row>& rows, const insert_options& options) {
-  return insert_batch_on(tx, rows, options, [&](pg::detail::connection& c, const auto& enc, std::int64_t d) {
-    return detail::postgres_insert(c, options.schema, enc, d, options.notify);
-  });
-}
-
-publish_result insert_batch(sqlite::tx& tx, const std::vector<batch_row>& rows, const insert_options& options) {
-  return insert_batch_on(tx, rows, options, [](sqlite::detail::connection& c, const auto& enc, std::int64_t d) {
-    return detail::sqlite_insert(c, enc, d);
-  });
+  return to_result(encoded, detail::insert_in(tx, options.schema, encoded, d, options.notify));
 }
 
 queue_metrics queue::metrics(const call_options& call) {
@@ -465,11 +434,7 @@ void queue::stop() {
     impl_->idle.wait(lock, [&] { return impl_->running == 0; });
   }
   if (impl_->owns_db) {
-    if (impl_->db.kind() == engine::postgres) {
-      impl_->db.impl().pg_pool().clear_idle();
-    } else {
-      impl_->db.impl().sqlite_pool().clear_idle();
-    }
+    impl_->db.impl().clear_idle();
   }
 }
 

@@ -13,6 +13,9 @@
 #include "spool/call_options.hpp"
 #include "spool/mq/queue.hpp"
 
+namespace spool {
+class tx;
+}
 namespace spool::detail {
 class database_impl;
 }
@@ -78,6 +81,8 @@ class store {
 
 // schema: validated schema name or empty (current_schema()).
 // notify: NOTIFY spool_mq in the transaction of every write that can make a row claimable (I10).
+// The store for db's engine (store_select.cpp: the one place the message queue picks its engine).
+std::unique_ptr<store> make_store(spool::detail::database_impl& db, const std::string& schema, bool notify);
 std::unique_ptr<store> make_postgres_store(spool::detail::database_impl& db, const std::string& schema, bool notify);
 std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db);
 
@@ -87,6 +92,11 @@ std::unique_ptr<store> make_sqlite_store(spool::detail::database_impl& db);
 // member, so tests can drive the cut with a reason longer than any the queue produces today.
 bool quarantine_row(store& st, const std::string& queue, const std::string& shown, const std::string& id,
                     const std::string& receipt, const std::string& reason);
+
+// The insert of publish(tx, …) on the caller's transaction, whichever its engine (store_select.cpp); never
+// commits. Errors: transaction_required, then as store::insert.
+std::vector<bool> insert_in(spool::tx& tx, const std::string& schema, const std::vector<encoded_row>& rows,
+                            std::int64_t delay_s, bool notify);
 
 // Transactional inserts on a caller's connection (never commit).
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,

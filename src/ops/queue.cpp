@@ -55,22 +55,15 @@ void queue::impl::init() {
   config.table = opts.table;
   config.notify = opts.notify;
   config.channel = opts.notify_channel;
-  if (kind == engine::postgres) {
-    if (opts.migrate) spool::migrate(*db, migration_options(opts));
-    config.schema = detail::resolve_pg_schema(db->impl(), opts.schema, limits({}));
-    st = detail::make_postgres_store(db->impl(), config);
-  } else {
-    if (adopted_pool) {
-      if (opts.migrate) {
-        auto conn = adopted_pool->acquire();
-        spool::detail::migrate_sqlite_connection(*conn, migration_options(opts));
-      }
-      st = detail::make_sqlite_store(*adopted_pool, *adopted_wake, "", {}, config);
-    } else {
-      if (opts.migrate) spool::migrate(*db, migration_options(opts));
-      st = detail::make_sqlite_store(db->impl().sqlite_pool(), db->impl().wake(), db->impl().target(),
-                                     db->impl().options(), config);
+  if (adopted_pool) {  // always SQLite: queue::adopt takes a sqlite3 handle
+    if (opts.migrate) {
+      auto conn = adopted_pool->acquire();
+      spool::detail::migrate_sqlite_connection(*conn, migration_options(opts));
     }
+    st = detail::make_sqlite_store(*adopted_pool, *adopted_wake, "", {}, config);
+  } else {
+    if (opts.migrate) spool::migrate(*db, migration_options(opts));
+    st = detail::make_store(db->impl(), opts.schema, config, limits({}));
   }
   st->check_schema(limits({}));
 }
@@ -90,11 +83,7 @@ void queue::impl::close() {
   if (adopted_pool) {
     adopted_pool->clear_idle();  // finalizes Spool's statements; the handle stays open
   } else if (owns_db && db) {
-    if (kind == engine::postgres) {
-      db->impl().pg_pool().clear_idle();
-    } else {
-      db->impl().sqlite_pool().clear_idle();
-    }
+    db->impl().clear_idle();
   }
 }
 

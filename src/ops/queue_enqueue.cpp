@@ -2,14 +2,11 @@
 // plain and transactional forms over it.
 #include <fmt/format.h>
 
-#include "engine/postgres/tx_impl.hpp"
-#include "engine/sqlite/tx_impl.hpp"
 #include "ops/queue_impl.hpp"
 #include "ops/store.hpp"
 #include "ops/validate.hpp"
 #include "spool/ops/queue.hpp"
-#include "spool/pg.hpp"
-#include "spool/sqlite.hpp"
+#include "spool/tx.hpp"
 
 namespace spool::ops {
 
@@ -87,12 +84,11 @@ std::vector<enqueue_result> queue::impl::enqueue(const std::vector<new_op>& ops,
   }
 }
 
-void queue::impl::require_engine(engine wanted) const {
-  if (kind != wanted) {
+void queue::impl::require_engine_of(const spool::tx& tx) const {
+  if (tx.kind() != kind) {
     throw error(errc::invalid_argument,
-                fmt::format("this op queue is on {}; pass a {} transaction",
-                            kind == engine::postgres ? "PostgreSQL" : "SQLite",
-                            kind == engine::postgres ? "spool::pg::tx" : "spool::sqlite::tx"));
+                fmt::format("the op queue on {} and the transaction passed to it are on different engines", shown),
+                "wrong_engine");
   }
 }
 
@@ -119,78 +115,28 @@ std::vector<enqueue_result> queue::enqueue_batch(const std::vector<new_op>& ops,
   });
 }
 
-namespace {
-
 // The transactional forms: the caller's transaction, checked as the outbox
 // writer checks it, never committed here.
-template <class Tx, class Insert, class Holders>
-std::vector<enqueue_result> enqueue_in(queue::impl& q, Tx& tx, const std::vector<new_op>& ops,
-                                       const enqueue_options& options, bool single, Insert&& insert,
-                                       Holders&& holders) {
-  return q.run([&] {
-    tx.impl().require_transaction();
-    auto& conn = tx.impl().conn();
-    return q.enqueue(
-        ops, options, single, [&](const auto& items) { return insert(conn, items); },
-        [&](const auto& keys) { return holders(conn, keys); });
+std::vector<enqueue_result> queue::enqueue_batch(spool::tx& tx, const std::vector<new_op>& ops,
+                                                 const enqueue_options& options) {
+  impl_->require_engine_of(tx);
+  const auto& cfg = impl_->config;
+  return impl_->run([&] {
+    return impl_->enqueue(
+        ops, options, false, [&](const auto& items) { return detail::insert_in(tx, cfg, items); },
+        [&](const auto& keys) { return detail::holders_in(tx, cfg, keys); });
   });
 }
 
-}  // namespace
-
-std::vector<enqueue_result> queue::enqueue_batch(pg::tx& tx, const std::vector<new_op>& ops,
-                                                 const enqueue_options& options) {
-  impl_->require_engine(engine::postgres);
+enqueue_result queue::enqueue(spool::tx& tx, const new_op& o, const enqueue_options& options) {
+  impl_->require_engine_of(tx);
   const auto& cfg = impl_->config;
-  return enqueue_in(
-      *impl_, tx, ops, options, false,
-      [&](pg::detail::connection& c, const auto& items) {
-        return detail::postgres_insert(c, cfg, items, {});
-      },
-      [&](pg::detail::connection& c, const auto& keys) {
-        return detail::postgres_holders(c, cfg, keys, {});
-      });
-}
-
-std::vector<enqueue_result> queue::enqueue_batch(sqlite::tx& tx, const std::vector<new_op>& ops,
-                                                 const enqueue_options& options) {
-  impl_->require_engine(engine::sqlite);
-  const auto& cfg = impl_->config;
-  return enqueue_in(
-      *impl_, tx, ops, options, false,
-      [&](sqlite::detail::connection& c, const auto& items) {
-        return detail::sqlite_insert(c, cfg, items, {});
-      },
-      [&](sqlite::detail::connection& c, const auto& keys) {
-        return detail::sqlite_holders(c, cfg, keys, {});
-      });
-}
-
-enqueue_result queue::enqueue(pg::tx& tx, const new_op& o, const enqueue_options& options) {
-  impl_->require_engine(engine::postgres);
-  const auto& cfg = impl_->config;
-  return enqueue_in(
-             *impl_, tx, {o}, options, true,
-             [&](pg::detail::connection& c, const auto& items) {
-               return detail::postgres_insert(c, cfg, items, {});
-             },
-             [&](pg::detail::connection& c, const auto& keys) {
-               return detail::postgres_holders(c, cfg, keys, {});
-             })
-      .at(0);
-}
-
-enqueue_result queue::enqueue(sqlite::tx& tx, const new_op& o, const enqueue_options& options) {
-  impl_->require_engine(engine::sqlite);
-  const auto& cfg = impl_->config;
-  return enqueue_in(
-             *impl_, tx, {o}, options, true,
-             [&](sqlite::detail::connection& c, const auto& items) {
-               return detail::sqlite_insert(c, cfg, items, {});
-             },
-             [&](sqlite::detail::connection& c, const auto& keys) {
-               return detail::sqlite_holders(c, cfg, keys, {});
-             })
+  return impl_
+      ->run([&] {
+        return impl_->enqueue(
+            {o}, options, true, [&](const auto& items) { return detail::insert_in(tx, cfg, items); },
+            [&](const auto& keys) { return detail::holders_in(tx, cfg, keys); });
+      })
       .at(0);
 }
 

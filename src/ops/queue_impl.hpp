@@ -89,8 +89,8 @@ struct queue::impl {
   void close();
   spool::detail::wake_signal& wake();
 
-  // queue_enqueue.cpp: refuses a transaction of the other engine.
-  void require_engine(engine wanted) const;
+  // queue_enqueue.cpp: refuses a transaction of the other engine (invalid_argument, wrong_engine).
+  void require_engine_of(const spool::tx& tx) const;
 };
 
 }  // namespace spool::ops

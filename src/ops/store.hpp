@@ -20,6 +20,9 @@
 #include "spool/database.hpp"
 #include "spool/ops/queue.hpp"
 
+namespace spool {
+class tx;
+}
 namespace spool::detail {
 class database_impl;
 class wake_signal;
@@ -153,6 +156,19 @@ std::string resolve_pg_schema(spool::detail::database_impl& db, const std::strin
 std::unique_ptr<store> make_sqlite_store(spool::detail::pool<sqlite::detail::connection>& pool,
                                          spool::detail::wake_signal& wake, std::string path,
                                          database_options options, store_config config);
+
+// The store for db's engine, with config.schema resolved on PostgreSQL from
+// `schema` (store_select.cpp: the one place the op queue picks its engine).
+std::unique_ptr<store> make_store(spool::detail::database_impl& db, const std::string& schema, store_config& config,
+                                  const call_options& call);
+
+// The inserts of enqueue(tx, …) on the caller's open transaction, whichever its
+// engine (store_select.cpp); never commit. Errors: transaction_required, then as
+// store::insert / store::holders.
+std::vector<insert_outcome> insert_in(spool::tx& tx, const store_config& config,
+                                      const std::vector<insert_item>& items);
+std::vector<std::optional<std::string>> holders_in(spool::tx& tx, const store_config& config,
+                                                   const std::vector<std::string>& keys);
 
 // Inserts on a caller's connection inside its open transaction; never
 // commits. Per item: the outcome, as store::insert.

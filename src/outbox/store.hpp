@@ -17,6 +17,9 @@
 #include "spool/call_options.hpp"
 #include "spool/database.hpp"
 #include "spool/outbox/store.hpp"
+#include "spool/outbox/writer.hpp"
+
+struct pg_conn;
 
 namespace spool::outbox::detail {
 
@@ -92,21 +95,18 @@ class store_backend {
   virtual std::vector<std::optional<time_point>> extend(const std::vector<lease_ref>& refs, std::int64_t lease_us,
                                                         const call_options& c) = 0;
   // nullopt: lease lost (rolled back, nothing changed). fn runs after the
-  // fence check, before commit, on the engine's transaction type.
+  // fence check, before commit, on the backend's own transaction.
   virtual std::optional<transition_row> fenced(const lease_ref& ref, const transition& t,
-                                               const std::function<void(pg::tx&)>* pg_fn,
-                                               const std::function<void(sqlite::tx&)>* sqlite_fn,
+                                               const std::function<void(spool::tx&)>* fn,
                                                const call_options& c) = 0;
   // T5 for every ref in one transaction; per ref the transition's row, or
   // nullopt when that lease was lost (that row is left unchanged, the
   // others commit).
-  // fn (at most one, of the engine's type) runs after the fences, before
-  // commit, with which refs are still held; its exception rolls back all.
-  using pg_batch_fn = std::function<void(pg::tx&, const std::vector<bool>&)>;
-  using sqlite_batch_fn = std::function<void(sqlite::tx&, const std::vector<bool>&)>;
+  // fn (optional) runs after the fences, before commit, with which refs are
+  // still held; its exception rolls back all.
+  using batch_fn = std::function<void(spool::tx&, const std::vector<bool>&)>;
   virtual std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs,
-                                                                  const pg_batch_fn* pg_fn,
-                                                                  const sqlite_batch_fn* sqlite_fn,
+                                                                  const batch_fn* fn,
                                                                   const call_options& c) = 0;
   // mark_delivered_and_claim_next (§6.2): T5 and, in the same transaction,
   // at most one claim of the next eligible row of the delivered row's scope
@@ -169,5 +169,14 @@ std::vector<insert_result> postgres_insert(const exec_fn& exec, const names& n, 
                                            idempotency_policy policy, bool notify, const std::string& channel);
 std::vector<insert_result> sqlite_insert(const exec_fn& exec, const names& n, const std::vector<const envelope*>& batch,
                                          idempotency_policy policy);
+// The insert for the writer's engine (writer_engines.cpp).
+std::vector<insert_result> insert_rows(engine kind, const exec_fn& exec, const names& n,
+                                       const std::vector<const envelope*>& batch, const writer_options& o);
+
+// transaction_required unless the caller's transaction is open; on PostgreSQL
+// also refuses a pipelined connection and (invalid_state,
+// transaction_aborted) a failed block.
+void require_block(::pg_conn* conn);
+void require_open(spool::tx& tx);
 
 }  // namespace spool::outbox::detail

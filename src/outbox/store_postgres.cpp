@@ -147,8 +147,7 @@ class postgres_backend final : public store_backend {
   }
 
   std::optional<transition_row> fenced(const lease_ref& ref, const transition& t,
-                                       const std::function<void(pg::tx&)>* pg_fn,
-                                       const std::function<void(sqlite::tx&)>*,
+                                       const std::function<void(spool::tx&)>* fn,
                                        const call_options& c) override {
     spool::detail::check_call(c, "outbox transition");
     conn_t::statement step{"", {}};
@@ -170,26 +169,26 @@ class postgres_backend final : public store_backend {
     }
     const conn_t::statement lock{sql_.at("lock"), {ref.id}};  // now is read after this lock
     std::vector<row> rows;
-    if (pg_fn == nullptr || !*pg_fn) {
+    if (fn == nullptr || !*fn) {
       // Nothing runs between the fence and the commit: one round trip. A
       // lost lease updates no row, so the transaction commits nothing.
       rows = pg::detail::rows_of(one_trip_tx(impl(), {lock, step}, true, c).at(1).get());
       if (rows.empty()) return std::nullopt;
     } else {
       pg::tx tx(db_);
-      auto& conn = tx.impl().conn();
+      auto& conn = pg::detail::connection_of(tx, "the outbox store");
       conn.query(lock.sql, lock.params, intent::write, c);
       rows = conn.query(step.sql, step.params, intent::write, c);
       if (rows.empty()) return std::nullopt;  // tx rolls back: nothing changed
-      (*pg_fn)(tx);
+      (*fn)(tx);
       tx.commit();
     }
     return transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
   }
 
-  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs, const pg_batch_fn* pg_fn,
-                                                          const sqlite_batch_fn*, const call_options& c) override {
+  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs, const batch_fn* fn,
+                                                          const call_options& c) override {
     std::vector<std::string> ids, tokens;
     for (const auto& r : refs) {
       ids.push_back(r.id);
@@ -200,7 +199,7 @@ class postgres_backend final : public store_backend {
     const auto tokens_array = array_of(tokens);
     std::vector<row> rows;
     std::optional<pg::tx> tx;
-    if (pg_fn == nullptr || !*pg_fn) {
+    if (fn == nullptr || !*fn) {
       // Locks in id order first (no deadlock with other batches), then T5:
       // one round trip.
       const auto results = one_trip_tx(
@@ -208,7 +207,7 @@ class postgres_backend final : public store_backend {
       rows = pg::detail::rows_of(results.at(1).get());
     } else {
       tx.emplace(db_);
-      auto& conn = tx->impl().conn();
+      auto& conn = pg::detail::connection_of(*tx, "the outbox store");
       conn.query(sql_.at("lock_many"), {id_array}, intent::write, c);
       rows = conn.query(sql_.at("deliver_many"), {id_array, tokens_array}, intent::write, c);
     }
@@ -227,7 +226,7 @@ class postgres_backend final : public store_backend {
       held.push_back(it != got.end());
     }
     if (tx) {
-      (*pg_fn)(*tx, held);
+      (*fn)(*tx, held);
       tx->commit();
     }
     return out;

@@ -129,12 +129,11 @@ class sqlite_backend final : public store_backend {
   }
 
   std::optional<transition_row> fenced(const lease_ref& ref, const transition& t,
-                                       const std::function<void(pg::tx&)>*,
-                                       const std::function<void(sqlite::tx&)>* sqlite_fn,
+                                       const std::function<void(spool::tx&)>* fn,
                                        const call_options& c) override {
     spool::detail::check_call(c, "outbox transition");
     sqlite::tx tx(db_);  // BEGIN IMMEDIATE: the row (and the database) is locked
-    auto& conn = tx.impl().conn();
+    auto& conn = sqlite::detail::connection_of(tx, "the outbox store");
     const std::int64_t now = host_now_us();  // read after the lock
     std::vector<row> rows;
     switch (t.what) {
@@ -154,14 +153,13 @@ class sqlite_backend final : public store_backend {
         break;
     }
     if (rows.empty()) return std::nullopt;
-    if (sqlite_fn != nullptr && *sqlite_fn) (*sqlite_fn)(tx);
+    if (fn != nullptr && *fn) (*fn)(tx);
     tx.commit();
     return transition_row{rows[0][0].value_or(""), static_cast<std::uint32_t>(std::stoul(*rows[0][1])),
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
   }
 
-  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs, const pg_batch_fn*,
-                                                          const sqlite_batch_fn* sqlite_fn,
+  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs, const batch_fn* fn,
                                                           const call_options& c) override {
     spool::detail::check_call(c, "outbox transition");
     // Under the single writer's lock every row is locked; now is read after it.
@@ -181,7 +179,7 @@ class sqlite_backend final : public store_backend {
       }
       return out;
     };
-    if (sqlite_fn == nullptr || !*sqlite_fn) {
+    if (fn == nullptr || !*fn) {
       auto conn = impl().sqlite_pool().acquire(c);
       immediate_tx tx(*conn);
       auto out = deliver_all(*conn);
@@ -189,11 +187,11 @@ class sqlite_backend final : public store_backend {
       return out;
     }
     sqlite::tx tx(db_);  // BEGIN IMMEDIATE, as the caller's transactions
-    auto out = deliver_all(tx.impl().conn());
+    auto out = deliver_all(sqlite::detail::connection_of(tx, "the outbox store"));
     std::vector<bool> held;
     held.reserve(out.size());
     for (const auto& r : out) held.push_back(r.has_value());
-    (*sqlite_fn)(tx, held);
+    (*fn)(tx, held);
     tx.commit();
     return out;
   }

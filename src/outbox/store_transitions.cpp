@@ -33,13 +33,13 @@ struct fenced_call {
 
 }  // namespace
 
-#define SPOOL_OUTBOX_FENCED(OP, T, PGFN, SQFN)                                                          \
+#define SPOOL_OUTBOX_FENCED(OP, T, FN)                                                                  \
   observed(                                                                                             \
       this, OP, &store::emit,                                                                           \
       [&] {                                                                                             \
         std::optional<detail::transition_row> r;                                                        \
         try {                                                                                           \
-          r = backend_->fenced(ref, T, PGFN, SQFN, c);                                                  \
+          r = backend_->fenced(ref, T, FN, c);                                                          \
         } catch (...) {                                                                                 \
           detail::rethrow_translated();                                                                 \
         }                                                                                               \
@@ -60,42 +60,28 @@ struct fenced_call {
 void store::mark_delivered(const lease_ref& ref, const call_options& c) {
   check_ref(ref);
   detail::transition t{detail::transition::kind::deliver, {}, {}, {}, {}};
-  (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, nullptr, nullptr);
+  (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, nullptr);
 }
 
-void store::mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn,
+void store::mark_delivered(const lease_ref& ref, const std::function<void(spool::tx&)>& fn,
                            const call_options& c) {
   check_ref(ref);
   detail::transition t{detail::transition::kind::deliver, {}, {}, {}, {}};
-  (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, &fn, nullptr);
-}
-
-void store::mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn,
-                           const call_options& c) {
-  check_ref(ref);
-  detail::transition t{detail::transition::kind::deliver, {}, {}, {}, {}};
-  (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, nullptr, &fn);
+  (void)SPOOL_OUTBOX_FENCED(operation::deliver, t, &fn);
 }
 
 std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs, const call_options& c) {
-  return deliver_batch(refs, nullptr, nullptr, c);
+  return deliver_batch(refs, nullptr, c);
 }
 
 std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs,
-                                              const std::function<void(pg::tx&, const std::vector<bool>&)>& fn,
+                                              const std::function<void(spool::tx&, const std::vector<bool>&)>& fn,
                                               const call_options& c) {
-  return deliver_batch(refs, &fn, nullptr, c);
-}
-
-std::vector<bool> store::mark_delivered_batch(const std::vector<lease_ref>& refs,
-                                              const std::function<void(sqlite::tx&, const std::vector<bool>&)>& fn,
-                                              const call_options& c) {
-  return deliver_batch(refs, nullptr, &fn, c);
+  return deliver_batch(refs, &fn, c);
 }
 
 std::vector<bool> store::deliver_batch(const std::vector<lease_ref>& refs,
-                                       const std::function<void(pg::tx&, const std::vector<bool>&)>* pg_fn,
-                                       const std::function<void(sqlite::tx&, const std::vector<bool>&)>* sqlite_fn,
+                                       const std::function<void(spool::tx&, const std::vector<bool>&)>* fn,
                                        const call_options& c) {
   if (refs.empty() || refs.size() > 1000) {
     invalid("value_outside_bounds",
@@ -112,7 +98,7 @@ std::vector<bool> store::deliver_batch(const std::vector<lease_ref>& refs,
       this, operation::deliver, &store::emit,
       [&] {
         try {
-          return backend_->deliver_many(refs, pg_fn, sqlite_fn, c);
+          return backend_->deliver_many(refs, fn, c);
         } catch (...) {
           detail::rethrow_translated();
         }
@@ -203,7 +189,7 @@ void store::retry(const lease_ref& ref, const retry_at& at, const failure& f, co
   check_failure(f);
   t.code = f.code;
   t.message = detail::sanitize_error_text(f.message, options_.max_error_bytes);
-  (void)SPOOL_OUTBOX_FENCED(operation::retry, t, nullptr, nullptr);
+  (void)SPOOL_OUTBOX_FENCED(operation::retry, t, nullptr);
 }
 
 void store::dead_letter(const lease_ref& ref, const failure& f, const call_options& c) {
@@ -214,13 +200,13 @@ void store::dead_letter(const lease_ref& ref, const failure& f, const call_optio
                        {},
                        f.code,
                        detail::sanitize_error_text(f.message, options_.max_error_bytes)};
-  (void)SPOOL_OUTBOX_FENCED(operation::dead, t, nullptr, nullptr);
+  (void)SPOOL_OUTBOX_FENCED(operation::dead, t, nullptr);
 }
 
 void store::release_lease(const lease_ref& ref, const call_options& c) {
   check_ref(ref);
   detail::transition t{detail::transition::kind::release, {}, {}, {}, {}};
-  (void)SPOOL_OUTBOX_FENCED(operation::release, t, nullptr, nullptr);
+  (void)SPOOL_OUTBOX_FENCED(operation::release, t, nullptr);
 }
 
 #undef SPOOL_OUTBOX_FENCED

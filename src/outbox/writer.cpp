@@ -3,54 +3,18 @@
 #include "spool/outbox/writer.hpp"
 
 #include <fmt/format.h>
-#include <libpq-fe.h>
 
 #include <set>
 #include <unordered_set>
 
-#include "engine/postgres/tx_impl.hpp"
-#include "engine/sqlite/tx_impl.hpp"
+#include "engine/postgres/connection.hpp"
 #include "outbox/store.hpp"
 #include "spool/error.hpp"
-#include "spool/pg.hpp"
-#include "spool/sqlite.hpp"
+#include "spool/tx.hpp"
 
 namespace spool::outbox {
 
-namespace {
-
 using pg::detail::intent;
-
-const char* status_name(PGTransactionStatusType s) {
-  switch (s) {
-    case PQTRANS_IDLE: return "idle (no transaction block)";
-    case PQTRANS_ACTIVE: return "active (a command is in progress)";
-    case PQTRANS_INTRANS: return "idle in a transaction block";
-    case PQTRANS_INERROR: return "idle in a failed transaction block";
-    default: return "unknown (connection bad)";
-  }
-}
-
-// transaction_required unless conn is idle inside a transaction block;
-// transaction_aborted (invalid_state) inside a failed one.
-void require_block(PGconn* conn) {
-  if (conn == nullptr) throw error(errc::transaction_required, "the writer needs a transaction; got a null PGconn");
-  if (PQpipelineStatus(conn) != PQ_PIPELINE_OFF) {
-    throw error(errc::transaction_required, "the PGconn is in pipeline mode; the writer needs an idle transaction block");
-  }
-  const auto s = PQtransactionStatus(conn);
-  if (s == PQTRANS_INERROR) {
-    throw error(errc::invalid_state,
-                "the caller's transaction is aborted (idle in a failed transaction block); roll it back first",
-                "transaction_aborted");
-  }
-  if (s != PQTRANS_INTRANS) {
-    throw error(errc::transaction_required,
-                fmt::format("the writer needs a connection idle inside a transaction block; it is {}", status_name(s)));
-  }
-}
-
-}  // namespace
 
 writer::writer(database& db, writer_options options) : kind_(db.kind()), options_(std::move(options)) {
   validate(options_.envelope_limits);
@@ -59,7 +23,7 @@ writer::writer(database& db, writer_options options) : kind_(db.kind()), options
                 fmt::format("max_batch_size = {} is outside 1..5000", options_.max_batch_size), "invalid_batch_limit");
   }
   auto n = detail::names_of(options_.config, kind_);
-  if (kind_ == engine::postgres) detail::resolve_schema(n, db);
+  detail::resolve_schema(n, db);  // SQLite's is always "main": no query
   schema_ = n.schema;
 }
 
@@ -129,78 +93,50 @@ std::vector<insert_result> run_batch(const std::vector<envelope>& batch, Insert&
 
 }  // namespace
 
-std::vector<insert_result> writer::insert_batch(pg::tx& tx, const std::vector<envelope>& batch) {
-  if (kind_ != engine::postgres) throw error(errc::invalid_argument, "this writer is for SQLite; got a PostgreSQL transaction");
-  if (tx.impl().done) throw error(errc::transaction_required, "the transaction has already ended");
-  auto& conn = tx.impl().conn();
-  require_block(conn.native());
-  check_batch(batch);
+std::vector<insert_result> writer::insert_on(const detail::exec_fn& exec, const std::vector<envelope>& batch) {
   detail::names n = detail::names_of(options_.config, kind_);
   n.schema = schema_;
   n.qualified = schema_ + "." + n.table;
-  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
-    return conn.query(sql, params, intent::write);
-  };
   return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
-    return detail::postgres_insert(exec, n, keep, options_.on_idempotency_conflict, options_.notify,
-                                   options_.config.notify_channel);
+    return detail::insert_rows(kind_, exec, n, keep, options_);
   });
+}
+
+void writer::require_engine(engine k) const {
+  if (k != kind_) {
+    throw error(errc::invalid_argument, "this writer and the transaction passed to it are on different engines",
+                "wrong_engine");
+  }
+}
+
+std::vector<insert_result> writer::insert_batch(spool::tx& tx, const std::vector<envelope>& batch) {
+  require_engine(tx.kind());
+  detail::require_open(tx);
+  check_batch(batch);
+  return insert_on([&](const std::string& sql, const std::vector<param>& params) { return tx.exec(sql, params); },
+                   batch);
 }
 
 std::vector<insert_result> writer::insert_batch(::pg_conn* raw, const std::vector<envelope>& batch) {
-  if (kind_ != engine::postgres) throw error(errc::invalid_argument, "this writer is for SQLite; got a PGconn");
-  require_block(raw);
+  require_engine(engine::postgres);
+  detail::require_block(raw);
   check_batch(batch);
   pg::detail::connection conn(raw);  // borrowed: never closed, unnamed statements only
-  detail::names n = detail::names_of(options_.config, kind_);
-  n.schema = schema_;
-  n.qualified = schema_ + "." + n.table;
-  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
-    return conn.query(sql, params, intent::write);
-  };
-  return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
-    return detail::postgres_insert(exec, n, keep, options_.on_idempotency_conflict, options_.notify,
-                                   options_.config.notify_channel);
-  });
+  return insert_on(
+      [&](const std::string& sql, const std::vector<param>& params) { return conn.query(sql, params, intent::write); },
+      batch);
 }
 
 std::vector<insert_result> writer::insert_batch(detail::foreign_pg_tx& tx, const std::vector<envelope>& batch) {
-  if (kind_ != engine::postgres) throw error(errc::invalid_argument, "this writer is for SQLite; got a PostgreSQL transaction");
+  require_engine(engine::postgres);
   check_batch(batch);
-  detail::names n = detail::names_of(options_.config, kind_);
-  n.schema = schema_;
-  n.qualified = schema_ + "." + n.table;
-  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
-    return tx.exec(sql, params);
-  };
-  return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
-    return detail::postgres_insert(exec, n, keep, options_.on_idempotency_conflict, options_.notify,
-                                   options_.config.notify_channel);
-  });
+  return insert_on([&](const std::string& sql, const std::vector<param>& params) { return tx.exec(sql, params); },
+                   batch);
 }
 
-std::vector<insert_result> writer::insert_batch(sqlite::tx& tx, const std::vector<envelope>& batch) {
-  if (kind_ != engine::sqlite) throw error(errc::invalid_argument, "this writer is for PostgreSQL; got a SQLite transaction");
-  if (tx.impl().done || !tx.impl().conn().in_transaction()) {
-    throw error(errc::transaction_required, "the writer needs a SQLite handle inside an open transaction");
-  }
-  check_batch(batch);
-  auto& conn = tx.impl().conn();
-  const detail::names n = detail::names_of(options_.config, kind_);
-  const detail::exec_fn exec = [&](const std::string& sql, const std::vector<param>& params) {
-    return conn.query(sql, params);
-  };
-  return run_batch(batch, [&](const std::vector<const envelope*>& keep) {
-    return detail::sqlite_insert(exec, n, keep, options_.on_idempotency_conflict);
-  });
-}
-
-insert_result writer::insert(pg::tx& tx, const envelope& e) { return insert_batch(tx, std::vector<envelope>{e}).at(0); }
+insert_result writer::insert(spool::tx& tx, const envelope& e) { return insert_batch(tx, std::vector<envelope>{e}).at(0); }
 insert_result writer::insert(::pg_conn* conn, const envelope& e) {
   return insert_batch(conn, std::vector<envelope>{e}).at(0);
-}
-insert_result writer::insert(sqlite::tx& tx, const envelope& e) {
-  return insert_batch(tx, std::vector<envelope>{e}).at(0);
 }
 insert_result writer::insert(detail::foreign_pg_tx& tx, const envelope& e) {
   return insert_batch(tx, std::vector<envelope>{e}).at(0);

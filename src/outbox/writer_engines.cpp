@@ -6,7 +6,11 @@
 #include <set>
 #include <unordered_map>
 
+#include <libpq-fe.h>
+
 #include "engine/postgres/connection.hpp"
+#include "engine/postgres/tx_impl.hpp"
+#include "engine/sqlite/tx_impl.hpp"
 #include "outbox/store.hpp"
 #include "outbox/text.hpp"
 #include "spool/error.hpp"
@@ -14,6 +18,16 @@
 namespace spool::outbox::detail {
 
 namespace {
+
+const char* status_name(PGTransactionStatusType s) {
+  switch (s) {
+    case PQTRANS_IDLE: return "idle (no transaction block)";
+    case PQTRANS_ACTIVE: return "active (a command is in progress)";
+    case PQTRANS_INTRANS: return "idle in a transaction block";
+    case PQTRANS_INERROR: return "idle in a failed transaction block";
+    default: return "unknown (connection bad)";
+  }
+}
 
 struct returned {
   time_point available_at, created_at;
@@ -131,6 +145,48 @@ std::vector<insert_result> sqlite_insert(const exec_fn& exec, const names& n, co
   }
   return classify(batch, inserted, existing, policy,
                   [&] { exec(render(engine::sqlite, "insert_undo", n), {id_array(false)}); });
+}
+
+// ---- the writer's engine choice: the one place it asks which engine it runs on ----
+
+// transaction_required unless conn is idle inside a transaction block;
+// transaction_aborted (invalid_state) inside a failed one.
+void require_block(PGconn* conn) {
+  if (conn == nullptr) throw error(errc::transaction_required, "the writer needs a transaction; got a null PGconn");
+  if (PQpipelineStatus(conn) != PQ_PIPELINE_OFF) {
+    throw error(errc::transaction_required, "the PGconn is in pipeline mode; the writer needs an idle transaction block");
+  }
+  const auto s = PQtransactionStatus(conn);
+  if (s == PQTRANS_INERROR) {
+    throw error(errc::invalid_state,
+                "the caller's transaction is aborted (idle in a failed transaction block); roll it back first",
+                "transaction_aborted");
+  }
+  if (s != PQTRANS_INTRANS) {
+    throw error(errc::transaction_required,
+                fmt::format("the writer needs a connection idle inside a transaction block; it is {}", status_name(s)));
+  }
+}
+
+void require_open(spool::tx& tx) {
+  if (tx.kind() == engine::postgres) {
+    auto& state = static_cast<pg::detail::tx_impl&>(tx.state());
+    if (state.done) throw error(errc::transaction_required, "the transaction has already ended");
+    require_block(state.conn().native());
+    return;
+  }
+  auto& state = static_cast<sqlite::detail::tx_impl&>(tx.state());
+  if (state.done || !state.conn().in_transaction()) {
+    throw error(errc::transaction_required, "the writer needs a SQLite handle inside an open transaction");
+  }
+}
+
+std::vector<insert_result> insert_rows(engine kind, const exec_fn& exec, const names& n,
+                                       const std::vector<const envelope*>& batch, const writer_options& o) {
+  if (kind == engine::postgres) {
+    return postgres_insert(exec, n, batch, o.on_idempotency_conflict, o.notify, o.config.notify_channel);
+  }
+  return sqlite_insert(exec, n, batch, o.on_idempotency_conflict);
 }
 
 }  // namespace spool::outbox::detail

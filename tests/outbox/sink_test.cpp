@@ -392,17 +392,9 @@ TEST_P(outbox_mq_sink, a_failing_write_in_a_batch_records_transaction_rolls_back
     told = held;
     throw std::runtime_error("the caller's write failed");
   };
-  if (is_pg()) {
-    EXPECT_THROW((void)st_->mark_delivered_batch(
-                     refs, std::function<void(pg::tx&, const std::vector<bool>&)>(
-                               [&](pg::tx&, const std::vector<bool>& h) { fail(h); })),
-                 std::runtime_error);
-  } else {
-    EXPECT_THROW((void)st_->mark_delivered_batch(
-                     refs, std::function<void(sqlite::tx&, const std::vector<bool>&)>(
-                               [&](sqlite::tx&, const std::vector<bool>& h) { fail(h); })),
-                 std::runtime_error);
-  }
+  EXPECT_THROW((void)st_->mark_delivered_batch(refs, std::function<void(spool::tx&, const std::vector<bool>&)>(
+                                                         [&](spool::tx&, const std::vector<bool>& h) { fail(h); })),
+               std::runtime_error);
   EXPECT_EQ(told, (std::vector<bool>{true, true}));
   EXPECT_EQ(state_of("r1"), "leased");  // nothing committed
   EXPECT_EQ(state_of("r2"), "leased");

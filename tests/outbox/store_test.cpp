@@ -389,12 +389,7 @@ TEST_P(outbox_store, a_pre_cancelled_call_of_each_store_operation_changes_nothin
 
   int fn_runs = 0;
   auto deliver_with_fn = [&](const call_options& o) {
-    if (is_pg()) {
-      s.mark_delivered(ref("deliver_fn"), std::function<void(pg::tx&)>([&](pg::tx&) { ++fn_runs; }), o);
-    } else {
-      s.mark_delivered(ref("deliver_fn"), std::function<void(sqlite::tx&)>([&](sqlite::tx&) { ++fn_runs; }),
-                       o);
-    }
+    s.mark_delivered(ref("deliver_fn"), std::function<void(spool::tx&)>([&](spool::tx&) { ++fn_runs; }), o);
   };
   refused(deliver_with_fn);
   EXPECT_EQ(fn_runs, 0);
@@ -588,13 +583,8 @@ TEST_P(outbox_store, mark_delivered_with_a_callback_commits_with_it_and_rolls_ba
     tx.exec(ins, {std::string("y")});
     throw std::runtime_error("sink failed");
   };
-  if (is_pg()) {
-    s.mark_delivered(got[0].ref, std::function<void(pg::tx&)>(ok));
-    EXPECT_THROW(s.mark_delivered(got[1].ref, std::function<void(pg::tx&)>(bad)), std::runtime_error);
-  } else {
-    s.mark_delivered(got[0].ref, std::function<void(sqlite::tx&)>(ok));
-    EXPECT_THROW(s.mark_delivered(got[1].ref, std::function<void(sqlite::tx&)>(bad)), std::runtime_error);
-  }
+  s.mark_delivered(got[0].ref, std::function<void(spool::tx&)>(ok));
+  EXPECT_THROW(s.mark_delivered(got[1].ref, std::function<void(spool::tx&)>(bad)), std::runtime_error);
   EXPECT_EQ(db_->exec("SELECT count(*) FROM handoff").at(0).at(0), "1");
   EXPECT_EQ(state_of("x"), "delivered");
   EXPECT_EQ(state_of("y"), "leased");

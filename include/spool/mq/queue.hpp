@@ -17,10 +17,7 @@
 #include "spool/database.hpp"
 #include "spool/mq/message.hpp"
 
-namespace spool::pg {
-class tx;
-}
-namespace spool::sqlite {
+namespace spool {
 class tx;
 }
 
@@ -176,12 +173,12 @@ class queue {
                          const call_options& call = {});
   publish_result publish_batch(const std::vector<message>& batch, std::chrono::seconds delay = std::chrono::seconds{0},
                                const call_options& call = {});
-  // The same inside the caller's transaction; never commits.
-  publish_result publish(pg::tx& tx, const message& m, std::chrono::seconds delay = std::chrono::seconds{0});
-  publish_result publish_batch(pg::tx& tx, const std::vector<message>& batch,
-                               std::chrono::seconds delay = std::chrono::seconds{0});
-  publish_result publish(sqlite::tx& tx, const message& m, std::chrono::seconds delay = std::chrono::seconds{0});
-  publish_result publish_batch(sqlite::tx& tx, const std::vector<message>& batch,
+  // The same inside the caller's transaction (spool::tx, or spool::pg::tx /
+  // spool::sqlite::tx); never commits. Errors as above, plus
+  // transaction_required and invalid_argument (wrong_engine) for a
+  // transaction on another engine than the queue's.
+  publish_result publish(spool::tx& tx, const message& m, std::chrono::seconds delay = std::chrono::seconds{0});
+  publish_result publish_batch(spool::tx& tx, const std::vector<message>& batch,
                                std::chrono::seconds delay = std::chrono::seconds{0});
 
   // Counts over the queue in one statement (§5.7).
@@ -216,8 +213,7 @@ class queue {
 // Inserts rows for possibly several queues inside the caller's transaction
 // (§5.5), one statement, all or nothing. Errors: transaction_required,
 // invalid_argument, database errors.
-publish_result insert_batch(pg::tx& tx, const std::vector<batch_row>& rows, const insert_options& options = {});
-publish_result insert_batch(sqlite::tx& tx, const std::vector<batch_row>& rows, const insert_options& options = {});
+publish_result insert_batch(spool::tx& tx, const std::vector<batch_row>& rows, const insert_options& options = {});
 
 // Parses a receipt "<uuid>:<id>" into its id (everything after the first 37
 // characters). Errors: invalid_argument for anything Spool never issues.

@@ -25,10 +25,7 @@
 
 struct sqlite3;
 
-namespace spool::pg {
-class tx;
-}
-namespace spool::sqlite {
+namespace spool {
 class tx;
 }
 
@@ -139,8 +136,9 @@ class queue {
   enqueue_result enqueue(const new_op& o, const enqueue_options& options = {}, const call_options& call = {});
   // The same in the caller's open transaction; never commits. The NOTIFY (if
   // on) fires at the caller's commit. Errors also transaction_required.
-  enqueue_result enqueue(pg::tx& tx, const new_op& o, const enqueue_options& options = {});
-  enqueue_result enqueue(sqlite::tx& tx, const new_op& o, const enqueue_options& options = {});
+  // tx may be a spool::tx, spool::pg::tx or spool::sqlite::tx on the queue's
+  // engine (else invalid_argument, wrong_engine).
+  enqueue_result enqueue(spool::tx& tx, const new_op& o, const enqueue_options& options = {});
   // One result per input, in order, in one transaction. Atomic for validation
   // and database errors (the error names the item's index); dedup collisions
   // are per item (deduplicated), the first item of the batch winning. An op
@@ -151,9 +149,7 @@ class queue {
   std::vector<enqueue_result> enqueue_batch(const std::vector<new_op>& ops,
                                             const enqueue_options& options = {},
                                             const call_options& call = {});
-  std::vector<enqueue_result> enqueue_batch(pg::tx& tx, const std::vector<new_op>& ops,
-                                            const enqueue_options& options = {});
-  std::vector<enqueue_result> enqueue_batch(sqlite::tx& tx, const std::vector<new_op>& ops,
+  std::vector<enqueue_result> enqueue_batch(spool::tx& tx, const std::vector<new_op>& ops,
                                             const enqueue_options& options = {});
 
   // ---- claim (§4.4) ----

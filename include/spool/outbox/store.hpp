@@ -21,10 +21,7 @@
 #include "spool/outbox/envelope.hpp"
 #include "spool/outbox/writer.hpp"
 
-namespace spool::pg {
-class tx;
-}
-namespace spool::sqlite {
+namespace spool {
 class tx;
 }
 
@@ -227,9 +224,8 @@ class store {
                                                        const call_options& c = {});
   void mark_delivered(const lease_ref& ref, const call_options& c = {});
   // Runs fn inside the fenced transaction before T5 commits; an exception rolls back.
-  void mark_delivered(const lease_ref& ref, const std::function<void(pg::tx&)>& fn,
-                      const call_options& c = {});
-  void mark_delivered(const lease_ref& ref, const std::function<void(sqlite::tx&)>& fn,
+  // fn gets the store's own transaction (a spool::pg::tx or spool::sqlite::tx).
+  void mark_delivered(const lease_ref& ref, const std::function<void(spool::tx&)>& fn,
                       const call_options& c = {});
   // T5 for up to 1,000 leases in one transaction (one round trip for the
   // locks and one statement on PostgreSQL), each fenced as mark_delivered.
@@ -245,10 +241,7 @@ class store {
   // the caller's writes commit with exactly the rows it was told of. An
   // exception from fn rolls everything back and propagates.
   std::vector<bool> mark_delivered_batch(const std::vector<lease_ref>& refs,
-                                         const std::function<void(pg::tx&, const std::vector<bool>&)>& fn,
-                                         const call_options& c = {});
-  std::vector<bool> mark_delivered_batch(const std::vector<lease_ref>& refs,
-                                         const std::function<void(sqlite::tx&, const std::vector<bool>&)>& fn,
+                                         const std::function<void(spool::tx&, const std::vector<bool>&)>& fn,
                                          const call_options& c = {});
   // §6.2: T5 and, in the same transaction, a claim for the lease's owner of
   // the next eligible row of the delivered row's scope value under §6.1 (head
@@ -305,8 +298,7 @@ class store {
   struct state;
   void emit(event e) const;
   std::vector<bool> deliver_batch(const std::vector<lease_ref>& refs,
-                                  const std::function<void(pg::tx&, const std::vector<bool>&)>* pg_fn,
-                                  const std::function<void(sqlite::tx&, const std::vector<bool>&)>* sqlite_fn,
+                                  const std::function<void(spool::tx&, const std::vector<bool>&)>* fn,
                                   const call_options& c);
   std::vector<std::string> prune(message_state s, const cutoff& before, std::size_t limit, const archiver* a,
                                  const call_options& c);

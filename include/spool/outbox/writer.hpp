@@ -5,6 +5,7 @@
 // each transaction is used by one thread at a time.
 #pragma once
 
+#include <functional>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -15,10 +16,7 @@
 
 struct pg_conn;  // libpq's PGconn, without including libpq-fe.h
 
-namespace spool::pg {
-class tx;
-}
-namespace spool::sqlite {
+namespace spool {
 class tx;
 }
 
@@ -79,9 +77,8 @@ class writer {
   explicit writer(database& db, writer_options options = {});
 
   // insert_batch of one.
-  insert_result insert(pg::tx& tx, const envelope& e);
+  insert_result insert(spool::tx& tx, const envelope& e);
   insert_result insert(::pg_conn* conn, const envelope& e);
-  insert_result insert(sqlite::tx& tx, const envelope& e);
   insert_result insert(detail::foreign_pg_tx& tx, const envelope& e);
 
   // Checks, without touching the transaction: the transaction
@@ -94,17 +91,22 @@ class writer {
   // Other errors: invalid_state (schema_version_mismatch, not_writable,
   // transaction_aborted), invalid_argument (value_outside_bounds),
   // unavailable, in_doubt, database_error.
-  std::vector<insert_result> insert_batch(pg::tx& tx, const std::vector<envelope>& batch);
+  // tx is a spool::tx (or spool::pg::tx / spool::sqlite::tx) on the writer's
+  // engine; another engine's is invalid_argument (wrong_engine).
+  std::vector<insert_result> insert_batch(spool::tx& tx, const std::vector<envelope>& batch);
   // A raw libpq connection idle inside a transaction block; null, pipelined or
   // outside a block is transaction_required. Only unnamed statements are used.
   std::vector<insert_result> insert_batch(::pg_conn* conn, const std::vector<envelope>& batch);
-  std::vector<insert_result> insert_batch(sqlite::tx& tx, const std::vector<envelope>& batch);
   std::vector<insert_result> insert_batch(detail::foreign_pg_tx& tx, const std::vector<envelope>& batch);
 
   [[nodiscard]] const writer_options& options() const noexcept { return options_; }
 
  private:
   void check_batch(const std::vector<envelope>& batch) const;
+  void require_engine(engine k) const;
+  std::vector<insert_result> insert_on(
+      const std::function<std::vector<row>(const std::string&, const std::vector<param>&)>& exec,
+      const std::vector<envelope>& batch);
   engine kind_;
   writer_options options_;
   std::string schema_;  // resolved (PostgreSQL)

@@ -1,3 +1,5 @@
+// PostgreSQL's half of spool::tx: BEGIN on a pooled connection, or an adopted
+// PGconn that stays its owner's.
 #include <fmt/format.h>
 
 #include "engine/postgres/tx_impl.hpp"
@@ -7,7 +9,9 @@
 
 namespace spool::pg {
 
-void detail::tx_impl::require_transaction() {
+namespace detail {
+
+void tx_impl::require_transaction() {
   if (done) throw error(errc::transaction_required, "the transaction has already ended");
   if (PQtransactionStatus(conn().native()) != PQTRANS_INTRANS) {
     throw error(errc::transaction_required,
@@ -17,62 +21,67 @@ void detail::tx_impl::require_transaction() {
   }
 }
 
-tx::tx(database& db) : impl_(std::make_unique<detail::tx_impl>()) {
-  impl_->db = &db.impl();
-  impl_->lease.emplace(db.impl().pg_pool().acquire());
-  try {
-    impl_->conn().exec("BEGIN", {}, detail::intent::read);
-  } catch (...) {
-    impl_->lease->discard();
-    throw;
-  }
+std::vector<row> tx_impl::exec(std::string_view sql, const std::vector<param>& params) {
+  if (done) throw error(errc::transaction_required, "the transaction has already ended");
+  return conn().query(sql, params, intent::write);
 }
 
-tx::tx(std::unique_ptr<detail::tx_impl> impl) : impl_(std::move(impl)) {}
-tx::tx(tx&&) noexcept = default;
-tx& tx::operator=(tx&& other) noexcept {
-  if (this != &other) {
-    rollback();
-    impl_ = std::move(other.impl_);
-  }
-  return *this;
-}
-tx::~tx() { rollback(); }
-
-std::vector<row> tx::exec(std::string_view sql, const std::vector<param>& params) {
-  if (impl_->done) throw error(errc::transaction_required, "the transaction has already ended");
-  return impl_->conn().query(sql, params, detail::intent::write);
-}
-
-void tx::commit() {
-  if (impl_->adopted()) {
-    throw error(errc::invalid_state, "an adopted connection's transaction is committed by its owner");
-  }
-  if (impl_->done) throw error(errc::transaction_required, "the transaction has already ended");
-  if (PQtransactionStatus(impl_->conn().native()) == PQTRANS_INERROR) {
+void tx_impl::commit() {
+  if (adopted()) throw error(errc::invalid_state, "an adopted connection's transaction is committed by its owner");
+  if (done) throw error(errc::transaction_required, "the transaction has already ended");
+  if (PQtransactionStatus(conn().native()) == PQTRANS_INERROR) {
     rollback();
     throw error(errc::invalid_state, "the transaction was aborted by an earlier error and has been rolled back",
                 "transaction_aborted");
   }
-  impl_->done = true;
+  done = true;
   try {
-    impl_->conn().exec("COMMIT", {}, detail::intent::write);
+    conn().exec("COMMIT", {}, intent::write);
   } catch (...) {
-    impl_->lease->discard();
+    lease->discard();
     throw;
   }
-  impl_->db->wake().raise();
+  db->wake().raise();
 }
 
-void tx::rollback() noexcept {
-  if (!impl_ || impl_->done || impl_->adopted()) return;
-  impl_->done = true;
+void tx_impl::rollback() noexcept {
+  if (done || adopted()) return;
+  done = true;
   try {
-    impl_->conn().exec("ROLLBACK", {}, detail::intent::read);
+    conn().exec("ROLLBACK", {}, intent::read);
   } catch (...) {
-    impl_->lease->discard();  // a connection that cannot roll back is not reused
+    lease->discard();  // a connection that cannot roll back is not reused
   }
 }
+
+std::unique_ptr<spool::detail::tx_state> begin(spool::detail::database_impl& db) {
+  auto t = std::make_unique<tx_impl>();
+  t->db = &db;
+  t->lease.emplace(db.pg_pool().acquire());
+  try {
+    t->conn().exec("BEGIN", {}, intent::read);
+  } catch (...) {
+    t->lease->discard();
+    t->done = true;
+    throw;
+  }
+  return t;
+}
+
+connection& connection_of(spool::tx& t, std::string_view owner) {
+  if (t.kind() != engine::postgres) {
+    throw error(errc::invalid_argument, fmt::format("{} is on PostgreSQL; got a SQLite transaction", owner),
+                "wrong_engine");
+  }
+  auto& state = static_cast<tx_impl&>(t.state());
+  state.require_transaction();
+  return state.conn();
+}
+
+}  // namespace detail
+
+tx::tx(database& db) : spool::tx(detail::begin(db.impl())) {}
+tx::tx(std::unique_ptr<spool::detail::tx_state> state) : spool::tx(std::move(state)) {}
 
 tx adopt(PGconn* conn) {
   if (conn == nullptr) throw error(errc::invalid_argument, "adopt: null PGconn");

@@ -1,54 +1,68 @@
-#include "spool/sqlite.hpp"
+// SQLite's half of spool::tx: BEGIN IMMEDIATE on a pooled connection, or an
+// adopted sqlite3 handle that stays its owner's.
+#include <fmt/format.h>
 
 #include "engine/sqlite/tx_impl.hpp"
 #include "spool/error.hpp"
+#include "spool/sqlite.hpp"
 
 namespace spool::sqlite {
 
-void detail::tx_impl::require_transaction() {
+namespace detail {
+
+void tx_impl::require_transaction() {
   if (done) throw error(errc::transaction_required, "the transaction has already ended");
   if (!conn().in_transaction()) {
     throw error(errc::transaction_required, "the SQLite handle is not inside a transaction (run BEGIN first)");
   }
 }
 
-tx::tx(database& db) : impl_(std::make_unique<detail::tx_impl>()) {
-  impl_->db = &db.impl();
-  impl_->lease.emplace(db.impl().sqlite_pool().acquire());
-  impl_->conn().begin_immediate();
+std::vector<row> tx_impl::exec(std::string_view sql, const std::vector<param>& params) {
+  if (done) throw error(errc::transaction_required, "the transaction has already ended");
+  return conn().query(sql, params);
 }
 
-tx::tx(std::unique_ptr<detail::tx_impl> impl) : impl_(std::move(impl)) {}
-tx::tx(tx&&) noexcept = default;
-tx& tx::operator=(tx&& other) noexcept {
-  if (this != &other) {
-    rollback();
-    impl_ = std::move(other.impl_);
+void tx_impl::commit() {
+  if (adopted()) throw error(errc::invalid_state, "an adopted handle's transaction is committed by its owner");
+  if (done) throw error(errc::transaction_required, "the transaction has already ended");
+  conn().commit();
+  done = true;
+  db->wake().raise();
+}
+
+void tx_impl::rollback() noexcept {
+  if (done || adopted()) return;
+  done = true;
+  conn().rollback();
+}
+
+std::unique_ptr<spool::detail::tx_state> begin(spool::detail::database_impl& db) {
+  auto t = std::make_unique<tx_impl>();
+  t->db = &db;
+  t->lease.emplace(db.sqlite_pool().acquire());
+  try {
+    t->conn().begin_immediate();
+  } catch (...) {
+    t->done = true;  // nothing began: the lease goes back as it was
+    throw;
   }
-  return *this;
-}
-tx::~tx() { rollback(); }
-
-std::vector<row> tx::exec(std::string_view sql, const std::vector<param>& params) {
-  if (impl_->done) throw error(errc::transaction_required, "the transaction has already ended");
-  return impl_->conn().query(sql, params);
+  return t;
 }
 
-void tx::commit() {
-  if (impl_->adopted()) {
-    throw error(errc::invalid_state, "an adopted handle's transaction is committed by its owner");
+connection& connection_of(spool::tx& t, std::string_view owner) {
+  if (t.kind() != engine::sqlite) {
+    throw error(errc::invalid_argument, fmt::format("{} is on SQLite; got a PostgreSQL transaction", owner),
+                "wrong_engine");
   }
-  if (impl_->done) throw error(errc::transaction_required, "the transaction has already ended");
-  impl_->conn().commit();
-  impl_->done = true;
-  impl_->db->wake().raise();
+  auto& state = static_cast<tx_impl&>(t.state());
+  state.require_transaction();
+  return state.conn();
 }
 
-void tx::rollback() noexcept {
-  if (!impl_ || impl_->done || impl_->adopted()) return;
-  impl_->done = true;
-  impl_->conn().rollback();
-}
+}  // namespace detail
+
+tx::tx(database& db) : spool::tx(detail::begin(db.impl())) {}
+tx::tx(std::unique_ptr<spool::detail::tx_state> state) : spool::tx(std::move(state)) {}
 
 tx adopt(::sqlite3* handle) {
   if (handle == nullptr) throw error(errc::invalid_argument, "adopt: null sqlite3 handle");

@@ -1,15 +1,21 @@
-// What a spool::sqlite::tx holds: a pooled connection in BEGIN IMMEDIATE, or
-// an adopted application handle that Spool must never commit or close.
+// SQLite's tx_state: a pooled connection in BEGIN IMMEDIATE, or an adopted
+// application handle that Spool must never commit or close.
 #pragma once
 
 #include <memory>
 #include <optional>
 
 #include "engine/database_impl.hpp"
+#include "engine/tx_state.hpp"
+
+namespace spool {
+class tx;
+}
 
 namespace spool::sqlite::detail {
 
-struct tx_impl {
+class tx_impl final : public spool::detail::tx_state {
+ public:
   std::optional<spool::detail::pool<connection>::lease> lease;
   std::unique_ptr<connection> borrowed;
   spool::detail::database_impl* db = nullptr;
@@ -17,7 +23,19 @@ struct tx_impl {
 
   [[nodiscard]] connection& conn() { return lease ? **lease : *borrowed; }
   [[nodiscard]] bool adopted() const noexcept { return !lease.has_value(); }
-  void require_transaction();
+
+  [[nodiscard]] engine kind() const noexcept override { return engine::sqlite; }
+  std::vector<row> exec(std::string_view sql, const std::vector<param>& params) override;
+  void commit() override;
+  void rollback() noexcept override;
+  void require_transaction() override;
 };
+
+// A pooled connection of db in BEGIN IMMEDIATE. Errors: invalid_argument when
+// db is not SQLite; unavailable when busy.
+std::unique_ptr<spool::detail::tx_state> begin(spool::detail::database_impl& db);
+
+// As pg::detail::connection_of, for SQLite.
+connection& connection_of(spool::tx& t, std::string_view owner);
 
 }  // namespace spool::sqlite::detail

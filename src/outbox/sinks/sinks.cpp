@@ -16,8 +16,7 @@
 #include "spool/mq/message.hpp"
 #include "spool/mq/queue.hpp"
 #include "spool/outbox/sink.hpp"
-#include "spool/pg.hpp"
-#include "spool/sqlite.hpp"
+#include "spool/tx.hpp"
 
 namespace spool::outbox {
 
@@ -247,15 +246,9 @@ class mq_sink final : public sink {
     if (auto rejected = prepare(m, row)) return *rejected;
     if (opts_.same_database) return sink_outcome::delivered();  // inserted by record_delivered
     try {
-      if (db_.kind() == engine::postgres) {
-        pg::tx tx(db_);
-        (void)mq::insert_batch(tx, {row}, insert_options());
-        tx.commit();
-      } else {
-        sqlite::tx tx(db_);
-        (void)mq::insert_batch(tx, {row}, insert_options());
-        tx.commit();
-      }
+      spool::tx tx(db_);
+      (void)mq::insert_batch(tx, {row}, insert_options());
+      tx.commit();
     } catch (const error& e) {
       if (e.code() == errc::invalid_argument)
         return sink_outcome::permanent("sink_rejected", sanitized(e.what()));
@@ -275,7 +268,7 @@ class mq_sink final : public sink {
     if (auto rejected = prepare(m, row)) throw sink_failed(std::move(*rejected));
     // Inside the fenced transaction, after the fence check: the queue row
     // commits with T5 or not at all.
-    auto insert = [&](auto& tx) {
+    auto insert = [&](spool::tx& tx) {
       try {
         (void)mq::insert_batch(tx, {row}, insert_options());
       } catch (const error& e) {
@@ -287,11 +280,7 @@ class mq_sink final : public sink {
         throw sink_failed(sink_outcome::transient("mq_failed", sanitized(e.what())));
       }
     };
-    if (db_.kind() == engine::postgres) {
-      s.mark_delivered(m.ref, std::function<void(pg::tx&)>([&](pg::tx& tx) { insert(tx); }), c);
-    } else {
-      s.mark_delivered(m.ref, std::function<void(sqlite::tx&)>([&](sqlite::tx& tx) { insert(tx); }), c);
-    }
+    s.mark_delivered(m.ref, insert, c);
   }
 
   // One transaction: the fences of every row, then the queue rows of those
@@ -316,7 +305,7 @@ class mq_sink final : public sink {
       prepared.push_back(std::move(row));
     }
     if (refs.empty()) return out;
-    auto insert = [&](auto& tx, const std::vector<bool>& held) {
+    auto insert = [&](spool::tx& tx, const std::vector<bool>& held) {
       std::vector<mq::batch_row> keep;
       for (std::size_t k = 0; k < held.size(); ++k) {
         if (held[k]) keep.push_back(prepared[k]);
@@ -331,18 +320,7 @@ class mq_sink final : public sink {
     };
     std::vector<bool> marked;
     try {
-      if (db_.kind() == engine::postgres) {
-        marked = s.mark_delivered_batch(
-            refs, std::function<void(pg::tx&, const std::vector<bool>&)>([&](pg::tx& tx, const std::vector<bool>& h) {
-              insert(tx, h);
-            }),
-            c);
-      } else {
-        marked = s.mark_delivered_batch(refs,
-                                        std::function<void(sqlite::tx&, const std::vector<bool>&)>(
-                                            [&](sqlite::tx& tx, const std::vector<bool>& h) { insert(tx, h); }),
-                                        c);
-      }
+      marked = s.mark_delivered_batch(refs, insert, c);
     } catch (const sink_failed&) {
       std::vector<const claimed_message*> held_rows;
       for (const std::size_t i : index) held_rows.push_back(rows[i]);
