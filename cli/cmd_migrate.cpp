@@ -24,10 +24,6 @@ struct migrate_args {
   bool confirm_data_loss = false;
 };
 
-std::string_view engine_name(spool::engine kind) {
-  return kind == spool::engine::postgres ? "postgres" : "sqlite";
-}
-
 void run_migrate(cli_context& ctx, const migrate_args& a) {
   spool::migrate_options options;
   options.components = a.components;

@@ -20,8 +20,7 @@
 #include "progress.hpp"
 #include "spool/outbox/store.hpp"
 #include "spool/outbox/writer.hpp"
-#include "spool/pg.hpp"
-#include "spool/sqlite.hpp"
+#include "spool/tx.hpp"
 
 namespace spool::cli {
 
@@ -80,12 +79,8 @@ void run_write(cli_context& ctx, const outbox_args& a) {
   // A repeated idempotency key is reported as "skipped", not as an error.
   writer w(db, {.config = config_of(a), .on_idempotency_conflict = idempotency_policy::skip, .notify = ctx.notify});
   insert_result r;
-  if (db.kind() == engine::postgres) {
-    pg::tx tx(db);
-    r = w.insert(tx, e);
-    tx.commit();
-  } else {
-    sqlite::tx tx(db);
+  {
+    spool::tx tx(db);
     r = w.insert(tx, e);
     tx.commit();
   }

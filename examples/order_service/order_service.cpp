@@ -12,8 +12,7 @@
 #include "spool/mq/message.hpp"
 #include "spool/outbox/envelope.hpp"
 #include "spool/outbox/writer.hpp"
-#include "spool/pg.hpp"
-#include "spool/sqlite.hpp"
+#include "spool/tx.hpp"
 
 namespace shop {
 namespace {
@@ -33,10 +32,9 @@ std::string order_message(const order_ref& o, std::int64_t amount_cents) {
   return spool::mq::encode(m);
 }
 
-template <class Tx>
 void write_order(spool::database& db, spool::outbox::writer& w, const spool::outbox::envelope& env,
                  const order_ref& o, std::int64_t amount_cents) {
-  Tx tx(db);  // rolls back in its destructor unless committed
+  spool::tx tx(db);  // either engine; rolls back in its destructor unless committed
   tx.exec(dialect(db.kind(), fmt::format("INSERT INTO {} (id, customer, customer_seq, amount_cents, status) "
                                          "VALUES ($1, $2, $3, $4, 'placed')",
                                          orders_table)),
@@ -56,11 +54,7 @@ void place_one(spool::database& db, spool::outbox::writer& w, const spool::outbo
   const auto env = builder.build(std::move(p));
   for (int attempt = 1;; ++attempt) {
     try {
-      if (db.kind() == spool::engine::postgres) {
-        write_order<spool::pg::tx>(db, w, env, o, amount_cents);
-      } else {
-        write_order<spool::sqlite::tx>(db, w, env, o, amount_cents);
-      }
+      write_order(db, w, env, o, amount_cents);
       ++book.written;
       return;
     } catch (const spool::error& e) {

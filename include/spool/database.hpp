@@ -18,6 +18,9 @@ namespace spool {
 
 enum class engine { postgres, sqlite };
 
+// "postgres" or "sqlite": the engine's name in URIs, SQL folders and the CLI.
+[[nodiscard]] std::string_view engine_name(engine e) noexcept;
+
 // A bound statement parameter. Values are always bound, never spliced into SQL.
 using param = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
 // One result row, every column as text (SQL NULL is nullopt).

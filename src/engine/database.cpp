@@ -42,6 +42,12 @@ pool<sqlite::detail::connection>& database_impl::sqlite_pool() {
   return *sqlite_pool_;
 }
 
+}  // namespace detail
+
+std::string_view engine_name(engine e) noexcept { return e == engine::postgres ? "postgres" : "sqlite"; }
+
+namespace detail {
+
 void database_impl::clear_idle() {
   if (pg_pool_) pg_pool_->clear_idle();
   if (sqlite_pool_) sqlite_pool_->clear_idle();

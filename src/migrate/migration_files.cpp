@@ -39,7 +39,7 @@ const std::vector<std::string>& all_components() {
 }
 
 std::vector<migration_file> migration_files(engine kind, const std::string& component) {
-  const std::string prefix = fmt::format("{}/{}/", kind == engine::postgres ? "postgres" : "sqlite", component);
+  const std::string prefix = fmt::format("{}/{}/", engine_name(kind), component);
   std::vector<migration_file> out;
   for (const auto& f : embedded_sql_files()) {
     if (f.path.substr(0, prefix.size()) != prefix) continue;

@@ -17,9 +17,8 @@ std::string render_ops_file(std::string_view path, const store_config& config) {
 }
 
 std::string ops_sql(engine kind, const char* name, const store_config& config) {
-  // The one place the op queue picks its SQL variant by engine.
-  return render_ops_file(
-      fmt::format("{}/ops/queries/{}.sql", kind == engine::postgres ? "postgres" : "sqlite", name), config);
+  // The op queue's SQL variant: sql/<engine>/ops/queries/NAME.sql.
+  return render_ops_file(fmt::format("{}/ops/queries/{}.sql", engine_name(kind), name), config);
 }
 
 }  // namespace spool::ops::detail

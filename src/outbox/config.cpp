@@ -93,7 +93,7 @@ std::string render(engine kind, std::string_view file, const names& n) {
   const bool pg = kind == engine::postgres;
   const std::string prefix = pg ? spool::detail::schema_prefix(n.schema) : "";
   std::string sql = spool::detail::fill_placeholders(
-      std::string(spool::detail::embedded_sql(fmt::format("{}/outbox/queries/{}.sql", pg ? "postgres" : "sqlite", file))),
+      std::string(spool::detail::embedded_sql(fmt::format("{}/outbox/queries/{}.sql", engine_name(kind), file))),
       {{"{{cols}}", pg ? pg_cols : sqlite_cols},
        {"{{t}}", prefix + spool::detail::quote_identifier(n.table)},
        {"{{a}}", prefix + spool::detail::quote_identifier(n.audit)},

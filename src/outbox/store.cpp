@@ -46,7 +46,6 @@ using detail::invalid;
 struct store::state {
   std::atomic<std::uint64_t> observer_failures{0};
   std::optional<database> db;  // for subscribe_changes
-  std::string qualified;       // the NOTIFY payload naming this table
 };
 
 store::store(database& db, store_options options)
@@ -78,73 +77,15 @@ store::store(database& db, store_options options)
             fmt::format("archive_deadline = {} ms is outside 1 s..10 min", o.archive_deadline.count()));
   }
   state_->db = db;
-  auto n = detail::names_of(o.config, db.kind());
-  if (db.kind() == engine::postgres) {
-    detail::resolve_schema(n, db);
-    state_->qualified = n.qualified;
-    backend_ = detail::make_postgres_backend(db, std::move(n));
-  } else {
-    backend_ = detail::make_sqlite_backend(db, std::move(n));
-  }
+  backend_ = detail::make_backend(db, detail::names_of(o.config, db.kind()));
   backend_->check_schema(schema_version, {});
 }
 
 store::~store() = default;
 
-namespace {
-
-// SQLite: a thread that turns this process's commits on the database (the
-// wake signal sqlite::tx raises) into calls of fn until destroyed.
-class commit_watcher {
- public:
-  commit_watcher(database db, std::function<void(bool)> fn)
-      : db_(std::move(db)),
-        fn_(std::move(fn)),
-        seen_(db_.impl().wake().generation()),
-        thread_([this] { watch(); }) {}
-  ~commit_watcher() {
-    stopped_ = true;
-    db_.impl().wake().poke();
-    thread_.join();
-  }
-  commit_watcher(const commit_watcher&) = delete;
-  commit_watcher& operator=(const commit_watcher&) = delete;
-
- private:
-  void watch() {
-    auto& wake = db_.impl().wake();
-    auto seen = seen_;  // read before the subscription returned: no commit after it is missed
-    while (!stopped_) {
-      wake.wait_until(seen, std::chrono::steady_clock::now() + std::chrono::seconds(1),
-                      [&] { return stopped_.load(); });
-      const auto now = wake.generation();
-      if (now != seen && !stopped_) fn_(true);
-      seen = now;
-    }
-  }
-  database db_;
-  std::function<void(bool)> fn_;
-  std::atomic<bool> stopped_{false};
-  std::uint64_t seen_;
-  std::thread thread_;
-};
-
-}  // namespace
-
 std::shared_ptr<void> store::subscribe_changes(std::function<void(bool)> fn) {
   if (!fn) invalid("invalid_config", "subscribe_changes needs a callback");
-  auto& db = *state_->db;
-  if (db.kind() == engine::postgres) {
-    return db.impl().subscribe(options_.config.notify_channel,
-                               [fn = std::move(fn), table = state_->qualified](const std::string* payload) {
-                                 if (payload == nullptr) {
-                                   fn(false);
-                                 } else if (*payload == table) {
-                                   fn(true);
-                                 }
-                               });
-  }
-  return std::make_shared<commit_watcher>(db, std::move(fn));
+  return backend_->subscribe_changes(options_.config.notify_channel, std::move(fn));
 }
 
 std::uint64_t store::observer_failures() const noexcept { return state_->observer_failures.load(); }

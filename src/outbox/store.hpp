@@ -138,6 +138,9 @@ class store_backend {
                                          const std::function<void(const std::vector<archived_message>&)>* archive,
                                          std::int64_t tx_timeout_ms, const call_options& c) = 0;
   virtual void ping(const call_options& c) = 0;
+  // store::subscribe_changes (spool/outbox/store.hpp): fn(true) for a change
+  // of this table, fn(false) for "look now".
+  virtual std::shared_ptr<void> subscribe_changes(const std::string& channel, std::function<void(bool)> fn) = 0;
   // The row's state and whether its lease token is the given one; nullopt: no row.
   virtual std::optional<std::pair<message_state, bool>> lease_state(const lease_ref& ref, const call_options& c) = 0;
 };
@@ -148,6 +151,9 @@ std::vector<message_summary> summaries_of(const std::vector<row>& rows);
 bool replay_conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
                       store_backend::replay_outcome& out);
 
+// The backend for db's engine, the schema resolved on PostgreSQL (store_select.cpp:
+// the one place the outbox store picks its engine).
+std::unique_ptr<store_backend> make_backend(database& db, names n);
 std::unique_ptr<store_backend> make_postgres_backend(database db, names n);
 std::unique_ptr<store_backend> make_sqlite_backend(database db, names n);
 

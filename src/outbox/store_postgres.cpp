@@ -370,6 +370,17 @@ class postgres_backend final : public store_backend {
     }
   }
 
+  // NOTIFY through the process's shared listener; the payload names the table.
+  std::shared_ptr<void> subscribe_changes(const std::string& channel, std::function<void(bool)> fn) override {
+    return impl().subscribe(channel, [fn = std::move(fn), table = n_.qualified](const std::string* payload) {
+      if (payload == nullptr) {
+        fn(false);
+      } else if (*payload == table) {
+        fn(true);
+      }
+    });
+  }
+
  private:
   spool::detail::database_impl& impl() { return db_.impl(); }
 

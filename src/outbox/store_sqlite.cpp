@@ -12,6 +12,7 @@
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
 #include "engine/sqlite/tx_impl.hpp"
+#include "outbox/commit_watcher.hpp"
 #include "outbox/store.hpp"
 #include "spool/error.hpp"
 #include "spool/sqlite.hpp"
@@ -347,6 +348,10 @@ class sqlite_backend final : public store_backend {
     if (query_only || sqlite3_db_readonly_main(*conn)) {
       throw error(errc::invalid_state, fmt::format("{} is read-only", db_.display_name()), "not_writable");
     }
+  }
+
+  std::shared_ptr<void> subscribe_changes(const std::string&, std::function<void(bool)> fn) override {
+    return std::make_shared<commit_watcher>(db_, std::move(fn));
   }
 
  private:
