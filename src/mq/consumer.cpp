@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <random>
@@ -14,14 +13,13 @@
 #include <vector>
 
 #include "common/log.hpp"
-
-namespace spool::mq {
-using spool::detail::log;
-}
 #include "runtime/retry_curve.hpp"
+#include "runtime/service.hpp"
 #include "spool/error.hpp"
 
 namespace spool::mq {
+
+using spool::detail::log;
 
 std::chrono::seconds consumer::backoff(std::int64_t receive_count, std::chrono::seconds cap) {
   if (cap.count() <= 0) return std::chrono::seconds(0);
@@ -52,7 +50,7 @@ struct consumer::impl {
         if (stop.stop_requested() || e.code() == errc::stopped) return;
         ++poll_errors;
         log().warn("consumer: poll on queue failed: {}", e.what());
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        (void)spool::detail::sleep_for(std::chrono::milliseconds(500), stop);
         continue;
       }
       for (const auto& d : got) track(d.receipt, true);
@@ -193,25 +191,26 @@ struct consumer::impl {
     }
   }
 
-  void keep_claims(const std::stop_token& stop) {
-    std::unique_lock lock(mutex);
-    while (!stop.stop_requested() || !in_flight.empty()) {
+  // One round of the keeper service: extends every claim that is due. The
+  // receipts are collected under the lock and extended outside it; one that a
+  // worker settled meanwhile only fails its extension (logged).
+  void keep_round() {
+    std::vector<std::string> due_now;
+    {
+      std::lock_guard lock(mutex);
       const auto now = std::chrono::steady_clock::now();
       for (auto& [receipt, due] : in_flight) {
         if (due > now) continue;
         due = now + q.visibility_timeout() / 3;
-        const std::string r = receipt;
-        lock.unlock();
-        try {
-          q.extend_visibility(r, q.visibility_timeout());
-        } catch (const error& e) {
-          log().warn("consumer: could not extend a claim: {}", e.what());
-        }
-        lock.lock();
-        break;  // the map may have changed: rescan
+        due_now.push_back(receipt);
       }
-      keeper_cv.wait_for(lock, std::chrono::milliseconds(200));
-      if (stop.stop_requested() && in_flight.empty()) break;
+    }
+    for (const auto& r : due_now) {
+      try {
+        q.extend_visibility(r, q.visibility_timeout());
+      } catch (const error& e) {
+        log().warn("consumer: could not extend a claim: {}", e.what());
+      }
     }
   }
 
@@ -220,10 +219,9 @@ struct consumer::impl {
   batch_handler whole_batch;
   consumer_options opts;
   std::mutex mutex;
-  std::condition_variable keeper_cv;
   std::map<std::string, std::chrono::steady_clock::time_point> in_flight;
   std::vector<std::jthread> workers;
-  std::jthread keeper;
+  spool::detail::periodic_service keeper;  // keep_round every 200 ms; stopped after the workers
   bool started = false, stopped = false;
   std::mutex lifecycle;
   std::atomic<std::uint64_t> delivered{0}, acked{0}, nacked{0}, outcome_errors{0}, poll_errors{0};
@@ -234,6 +232,10 @@ struct consumer::impl {
   std::atomic<std::uint64_t> quarantined_at_start{0};
   std::atomic<bool> counting{false};
 };
+
+namespace {
+constexpr std::chrono::milliseconds keeper_interval{200};
+}  // namespace
 
 consumer::consumer(queue& q, message_handler handler, consumer_options options)
     : impl_(std::make_unique<impl>(q, std::move(handler), batch_handler(), options)) {}
@@ -249,7 +251,10 @@ void consumer::start() {
   impl_->started = true;
   impl_->quarantined_at_start = impl_->q.counters().quarantined;
   impl_->counting = true;
-  impl_->keeper = std::jthread([this](const std::stop_token& st) { impl_->keep_claims(st); });
+  impl_->keeper.start(keeper_interval, [this](const std::stop_token&) {
+    impl_->keep_round();
+    return std::optional(keeper_interval);
+  });
   for (std::size_t i = 0; i < impl_->opts.concurrency; ++i) {
     impl_->workers.emplace_back([this](const std::stop_token& st) { impl_->work(st); });
   }
@@ -263,9 +268,7 @@ void consumer::stop() {
   for (auto& w : impl_->workers) {
     if (w.joinable()) w.join();
   }
-  impl_->keeper.request_stop();
-  impl_->keeper_cv.notify_all();
-  if (impl_->keeper.joinable()) impl_->keeper.join();
+  impl_->keeper.stop();  // the workers settled or released every claim they tracked
 }
 
 consumer_stats consumer::stats() const {
