@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/call_guard.hpp"
+#include "common/stop_gate.hpp"
 #include "common/identifier.hpp"
 #include "common/utf8.hpp"
 #include "common/uuid.hpp"
@@ -137,25 +138,12 @@ struct queue::impl {
   // caused by a racing stop as `stopped`, never as a driver error.
   template <class F>
   auto run(F&& f) {
-    {
-      std::lock_guard lock(mutex);
-      if (stopped) throw stopped_error();
-      ++running;
-    }
-    struct leave_guard {
-      impl* self;
-      ~leave_guard() {
-        std::lock_guard lock(self->mutex);
-        if (--self->running == 0) self->idle.notify_all();
-      }
-    } guard{this};
-    try {
-      ensure_tables();
-      return f();
-    } catch (const error&) {
-      if (is_stopped()) throw stopped_error();
-      throw;
-    }
+    return gate.run(
+        [&] {
+          ensure_tables();
+          return f();
+        },
+        [&] { return stopped_error(); });
   }
 
   void ensure_tables() {
@@ -164,10 +152,7 @@ struct queue::impl {
     tables_checked.store(true, std::memory_order_release);
   }
 
-  [[nodiscard]] bool is_stopped() {
-    std::lock_guard lock(mutex);
-    return stopped;
-  }
+  [[nodiscard]] bool is_stopped() { return gate.closed(); }
 
   [[nodiscard]] error stopped_error() const {
     return error(errc::stopped, fmt::format("queue \"{}\" is stopped", shown));
@@ -201,10 +186,7 @@ struct queue::impl {
   std::unique_ptr<detail::store> st;
   std::atomic<bool> tables_checked{false};
 
-  std::mutex mutex;
-  std::condition_variable idle;
-  bool stopped = false;
-  int running = 0;
+  spool::detail::stop_gate gate;
 
   std::atomic<std::uint64_t> polled{0}, acked{0}, nacked{0}, deferred{0}, quarantined{0};
 };
@@ -424,15 +406,9 @@ std::chrono::seconds queue::visibility_timeout() const noexcept { return impl_->
 
 void queue::stop() {
   if (!impl_) return;
-  {
-    std::unique_lock lock(impl_->mutex);
-    impl_->stopped = true;
-  }
-  impl_->db.impl().wake().poke();
-  {
-    std::unique_lock lock(impl_->mutex);
-    impl_->idle.wait(lock, [&] { return impl_->running == 0; });
-  }
+  (void)impl_->gate.close();
+  impl_->db.impl().wake().poke();  // poll_wait re-checks is_stopped()
+  impl_->gate.wait_idle();
   if (impl_->owns_db) {
     impl_->db.impl().clear_idle();
   }

@@ -69,16 +69,9 @@ void queue::impl::init() {
 }
 
 void queue::impl::close() {
-  {
-    std::lock_guard lock(mutex);
-    if (closed) return;
-    closed = true;
-  }
-  wake().poke();
-  {
-    std::unique_lock lock(mutex);
-    idle.wait(lock, [&] { return running == 0; });
-  }
+  if (!gate.close()) return;
+  wake().poke();  // waiters re-check is_closed()
+  gate.wait_idle();
   if (st) st->close();
   if (adopted_pool) {
     adopted_pool->clear_idle();  // finalizes Spool's statements; the handle stays open

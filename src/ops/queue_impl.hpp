@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stop_gate.hpp"
 #include "ops/store.hpp"
 #include "spool/ops/queue.hpp"
 
@@ -29,10 +30,7 @@ struct queue::impl {
   std::unique_ptr<detail::store> st;
   std::string shown;  // the database as messages show it
 
-  std::mutex mutex;
-  std::condition_variable idle;
-  bool closed = false;
-  int running = 0;
+  spool::detail::stop_gate gate;
 
   // The caller's limits, with call_timeout as the deadline when none is given.
   [[nodiscard]] call_options limits(const call_options& call) const {
@@ -41,10 +39,7 @@ struct queue::impl {
     return out;
   }
 
-  [[nodiscard]] bool is_closed() {
-    std::lock_guard lock(mutex);
-    return closed;
-  }
+  [[nodiscard]] bool is_closed() { return gate.closed(); }
 
   [[nodiscard]] error stopped_error() const;
 
@@ -52,24 +47,7 @@ struct queue::impl {
   // caused by a racing close as `stopped`.
   template <class F>
   auto run(F&& f) {
-    {
-      std::lock_guard lock(mutex);
-      if (closed) throw stopped_error();
-      ++running;
-    }
-    struct leave_guard {
-      impl* self;
-      ~leave_guard() {
-        std::lock_guard lock(self->mutex);
-        if (--self->running == 0) self->idle.notify_all();
-      }
-    } guard{this};
-    try {
-      return f();
-    } catch (const error& e) {
-      if (e.code() != errc::stopped && is_closed()) throw stopped_error();
-      throw;
-    }
+    return gate.run(std::forward<F>(f), [&] { return stopped_error(); });
   }
 
   // queue.cpp: validates the options, migrates when asked, builds the store
