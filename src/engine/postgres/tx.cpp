@@ -69,13 +69,7 @@ std::unique_ptr<spool::detail::tx_state> begin(spool::detail::database_impl& db)
 }
 
 connection& connection_of(spool::tx& t, std::string_view owner) {
-  if (t.kind() != engine::postgres) {
-    throw error(errc::invalid_argument, fmt::format("{} is on PostgreSQL; got a SQLite transaction", owner),
-                "wrong_engine");
-  }
-  auto& state = static_cast<tx_impl&>(t.state());
-  state.require_transaction();
-  return state.conn();
+  return spool::detail::open_state_of<tx_impl>(t, owner).conn();
 }
 
 }  // namespace detail

@@ -2,9 +2,6 @@
 // application connection that Spool must never commit or close.
 #pragma once
 
-#include <memory>
-#include <optional>
-
 #include "engine/database_impl.hpp"
 #include "engine/tx_state.hpp"
 
@@ -14,17 +11,11 @@ class tx;
 
 namespace spool::pg::detail {
 
-class tx_impl final : public spool::detail::tx_state {
+class tx_impl final : public spool::detail::tx_state, public spool::detail::tx_connection<connection> {
  public:
-  std::optional<spool::detail::pool<connection>::lease> lease;  // owned case
-  std::unique_ptr<connection> borrowed;                         // adopted case
-  spool::detail::database_impl* db = nullptr;                   // owned case: for wake-ups
-  bool done = false;
+  static constexpr engine engine_kind = engine::postgres;
 
-  [[nodiscard]] connection& conn() { return lease ? **lease : *borrowed; }
-  [[nodiscard]] bool adopted() const noexcept { return !lease.has_value(); }
-
-  [[nodiscard]] engine kind() const noexcept override { return engine::postgres; }
+  [[nodiscard]] engine kind() const noexcept override { return engine_kind; }
   std::vector<row> exec(std::string_view sql, const std::vector<param>& params) override;
   void commit() override;
   void rollback() noexcept override;
