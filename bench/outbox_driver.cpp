@@ -136,23 +136,13 @@ class outbox_driver final : public driver {
   // One caller transaction of n envelopes, as an application writes them.
   void write(ob::writer& w, int n, std::optional<std::int64_t> stamp) {
     auto batch = build(n, stamp);
-    if (pg()) {
-      pg::tx tx(db_);
-      if (n == 1) {
-        (void)w.insert(tx, batch.front());
-      } else {
-        (void)w.insert_batch(tx, batch);
-      }
-      tx.commit();
+    spool::tx tx(db_);
+    if (n == 1) {
+      (void)w.insert(tx, batch.front());
     } else {
-      sqlite::tx tx(db_);
-      if (n == 1) {
-        (void)w.insert(tx, batch.front());
-      } else {
-        (void)w.insert_batch(tx, batch);
-      }
-      tx.commit();
+      (void)w.insert_batch(tx, batch);
     }
+    tx.commit();
   }
 
   std::string payload_;
