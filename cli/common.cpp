@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "common/rfc3339.hpp"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -85,19 +87,13 @@ std::chrono::seconds parse_seconds(std::string_view text, std::string_view flag)
 }
 
 std::string rfc3339(std::int64_t unix_seconds) {
-  using namespace std::chrono;
   // Years outside 0000–9999 cannot be written in RFC 3339; such a value is
   // not a real timestamp, so show the raw number rather than invent a date.
   constexpr std::int64_t min_s = -62167219200;  // 0000-01-01T00:00:00Z
   constexpr std::int64_t max_s = 253402300799;  // 9999-12-31T23:59:59Z
   if (unix_seconds < min_s || unix_seconds > max_s) return std::to_string(unix_seconds);
-  const sys_seconds tp{seconds{unix_seconds}};
-  const auto day = floor<days>(tp);
-  const year_month_day ymd{day};
-  const hh_mm_ss hms{tp - day};
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", static_cast<int>(ymd.year()),
-                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                     hms.hours().count(), hms.minutes().count(), hms.seconds().count());
+  const spool::detail::micros_time t{std::chrono::seconds{unix_seconds}};
+  return spool::detail::format_rfc3339(t, {spool::detail::rfc3339_style::fraction::none, 'T', true});
 }
 
 void emit_json(cli_context& ctx, const ojson& doc) {
