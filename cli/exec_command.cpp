@@ -1,33 +1,18 @@
 #include "exec_command.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <optional>
-#include <stdexcept>
 
-extern char** environ;
+#include "common/spawn.hpp"
 
 namespace spool::cli {
-
-namespace {
-
-struct fd_closer {
-  int fd = -1;
-  ~fd_closer() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-}  // namespace
 
 command_result run_command(const std::string& command, const std::string& input,
                            const std::vector<std::pair<std::string, std::string>>& env) {
@@ -38,56 +23,25 @@ command_result run_command(const std::string& command, const std::string& input,
                            const std::vector<std::pair<std::string, std::string>>& env, const std::stop_token& stop,
                            std::chrono::milliseconds kill_grace) {
   const bool stoppable = stop.stop_possible();
-  int in_pipe[2], err_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  }
-  fd_closer in_w{in_pipe[1]}, err_r{err_pipe[0]};
+  auto [in_r, in_w] = spool::detail::make_pipe();
+  auto [err_r, err_w] = spool::detail::make_pipe();
   {
-    fd_closer in_r{in_pipe[0]}, err_w{err_pipe[1]};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, 2, 1);  // its stdout → our stderr
-    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-    // The child gets default signal handling and an empty mask, whatever the
-    // worker (which blocks SIGINT/SIGTERM and ignores SIGPIPE) had.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t empty, defaults;
-    sigemptyset(&empty);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    // Our environment plus env, appended (a name already set appears twice).
+    std::vector<std::string> env_strings = spool::detail::current_environment();
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    spool::detail::spawn_options so;
+    so.argv = {"/bin/sh", "-c", command};
+    so.env = std::move(env_strings);
+    so.stdin_fd = in_r.get();
+    so.stdout_fd = 2;  // its stdout → our stderr
+    so.stderr_fd = err_w.get();
     // A stoppable command gets its own process group, so SIGTERM reaches the
     // command and not only /bin/sh.
-    if (stoppable) {
-      posix_spawnattr_setpgroup(&attr, 0);
-      flags |= POSIX_SPAWN_SETPGROUP;
-    }
-    posix_spawnattr_setflags(&attr, flags);
-
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, const_cast<char**>(argv), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) throw std::runtime_error(std::string("cannot start /bin/sh: ") + std::strerror(rc));
+    so.own_process_group = stoppable;
+    const pid_t pid = spool::detail::spawn_process(so);
     // Our copies of the child's ends must go now, or stderr never reaches EOF.
-    ::close(in_r.fd);
-    in_r.fd = -1;
-    ::close(err_w.fd);
-    err_w.fd = -1;
+    in_r.reset();
+    err_w.reset();
 
     // Feed stdin and drain stderr together, so neither pipe can fill up and
     // block the child. A child that does not read its input is fine (EPIPE).
@@ -95,8 +49,7 @@ command_result run_command(const std::string& command, const std::string& input,
     std::string err;
     bool in_open = true, err_open = true;
     if (input.empty()) {
-      ::close(in_w.fd);
-      in_w.fd = -1;
+      in_w.reset();
       in_open = false;
     }
     // Stop token: SIGTERM to the command's group, SIGKILL after kill_grace.
@@ -117,15 +70,15 @@ command_result run_command(const std::string& command, const std::string& input,
       enforce_stop();
       pollfd fds[2];
       int n = 0;
-      if (err_open) fds[n++] = {err_r.fd, POLLIN, 0};
-      if (in_open) fds[n++] = {in_w.fd, POLLOUT, 0};
+      if (err_open) fds[n++] = {err_r.get(), POLLIN, 0};
+      if (in_open) fds[n++] = {in_w.get(), POLLOUT, 0};
       const int pr = ::poll(fds, static_cast<nfds_t>(n), stoppable ? 50 : -1);
       if (pr < 0 && errno != EINTR) break;
       if (pr <= 0) continue;
       for (int i = 0; i < n; ++i) {
-        if (fds[i].fd == err_r.fd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        if (fds[i].fd == err_r.get() && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
           char buf[4096];
-          const ssize_t got = ::read(err_r.fd, buf, sizeof buf);
+          const ssize_t got = ::read(err_r.get(), buf, sizeof buf);
           if (got <= 0) {
             err_open = false;
           } else {
@@ -133,12 +86,11 @@ command_result run_command(const std::string& command, const std::string& input,
             ::write(2, buf, static_cast<std::size_t>(got));  // pass it through too
             if (err.size() > 65536) err.erase(0, err.size() - 4096);
           }
-        } else if (fds[i].fd == in_w.fd && (fds[i].revents & (POLLOUT | POLLERR | POLLHUP))) {
-          const ssize_t put = ::write(in_w.fd, input.data() + written, input.size() - written);
+        } else if (fds[i].fd == in_w.get() && (fds[i].revents & (POLLOUT | POLLERR | POLLHUP))) {
+          const ssize_t put = ::write(in_w.get(), input.data() + written, input.size() - written);
           if (put > 0) written += static_cast<std::size_t>(put);
           if (put < 0 || written == input.size()) {
-            ::close(in_w.fd);
-            in_w.fd = -1;
+            in_w.reset();
             in_open = false;
           }
         }

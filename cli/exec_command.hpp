@@ -16,8 +16,8 @@ struct command_result {
   std::string stderr_tail;    // the last line it wrote to stderr
 };
 
-// Runs `/bin/sh -c command`. Blocks until it exits. Throws std::runtime_error
-// when it cannot be started.
+// Runs `/bin/sh -c command`. Blocks until it exits. Throws spool::error
+// (unavailable, a std::runtime_error) when it cannot be started.
 command_result run_command(const std::string& command, const std::string& input,
                            const std::vector<std::pair<std::string, std::string>>& env);
 

@@ -1,32 +1,21 @@
 #include "process.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <stdexcept>
+#include <string_view>
 
-extern char** environ;
+#include "common/spawn.hpp"
 
 namespace spool::detail {
 
 namespace {
-
-struct fd_closer {
-  int fd = -1;
-  ~fd_closer() { reset(); }
-  void reset() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-};
 
 // write(2) that never raises SIGPIPE in the process (a library must not rely
 // on the application ignoring it).
@@ -54,57 +43,30 @@ ssize_t write_no_sigpipe(int fd, const char* data, std::size_t size) {
 
 process_result run_process(const process_spec& spec, const std::stop_token& stop) {
   if (spec.argv.empty()) throw std::runtime_error("run_process: empty argv");
-  int in_pipe[2], err_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  fd_closer in_r{in_pipe[0]}, in_w{in_pipe[1]};
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  fd_closer err_r{err_pipe[0]}, err_w{err_pipe[1]};
+  auto [in_r, in_w] = make_pipe();
+  auto [err_r, err_w] = make_pipe();
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, 2, 1);  // its stdout → our stderr
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own group: signals reach its children too
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view entry(*e);
+  // Ours without the variables spec.env sets, so each is set once.
+  std::vector<std::string> env;
+  for (std::string& e : current_environment()) {
+    const std::string_view entry(e);
     bool overridden = false;
     for (const auto& [k, v] : spec.env) {
       if (entry.size() > k.size() && entry.substr(0, k.size()) == k && entry[k.size()] == '=')
         overridden = true;
     }
-    if (!overridden) env_strings.emplace_back(entry);
+    if (!overridden) env.push_back(std::move(e));
   }
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  envp.reserve(env_strings.size() + 1);
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<char*> argv;
-  argv.reserve(spec.argv.size() + 1);
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  for (const auto& [k, v] : spec.env) env.push_back(k + "=" + v);
 
-  pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw std::runtime_error("cannot start " + spec.argv[0] + ": " + std::strerror(rc));
+  spawn_options so;
+  so.argv = spec.argv;
+  so.env = std::move(env);
+  so.stdin_fd = in_r.get();
+  so.stdout_fd = 2;  // its stdout → our stderr
+  so.stderr_fd = err_w.get();
+  so.own_process_group = true;  // signals reach its children too
+  const pid_t pid = spawn_process(so);
   in_r.reset();  // our copies of the child's ends, or stderr never reaches EOF
   err_w.reset();
 
@@ -139,15 +101,15 @@ process_result run_process(const process_spec& spec, const std::stop_token& stop
     enforce();
     pollfd fds[2];
     nfds_t n = 0;
-    if (err_open) fds[n++] = {err_r.fd, POLLIN, 0};
-    if (in_open) fds[n++] = {in_w.fd, POLLOUT, 0};
+    if (err_open) fds[n++] = {err_r.get(), POLLIN, 0};
+    if (in_open) fds[n++] = {in_w.get(), POLLOUT, 0};
     const int pr = ::poll(fds, n, 50);
     if (pr < 0 && errno != EINTR) break;
     if (pr <= 0) continue;
     for (nfds_t i = 0; i < n; ++i) {
-      if (fds[i].fd == err_r.fd && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (fds[i].fd == err_r.get() && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
         char buf[4096];
-        const ssize_t got = ::read(err_r.fd, buf, sizeof buf);
+        const ssize_t got = ::read(err_r.get(), buf, sizeof buf);
         if (got <= 0) {
           if (got < 0 && errno == EINTR) continue;
           err_open = false;
@@ -155,9 +117,9 @@ process_result run_process(const process_spec& spec, const std::stop_token& stop
           out.stderr_head.append(buf, std::min<std::size_t>(static_cast<std::size_t>(got),
                                                             spec.stderr_head_bytes - out.stderr_head.size()));
         }
-      } else if (in_open && fds[i].fd == in_w.fd && (fds[i].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      } else if (in_open && fds[i].fd == in_w.get() && (fds[i].revents & (POLLOUT | POLLERR | POLLHUP))) {
         const ssize_t put =
-            write_no_sigpipe(in_w.fd, spec.input.data() + written, spec.input.size() - written);
+            write_no_sigpipe(in_w.get(), spec.input.data() + written, spec.input.size() - written);
         if (put > 0) written += static_cast<std::size_t>(put);
         if ((put < 0 && errno != EINTR && errno != EAGAIN) || written == spec.input.size()) {
           in_w.reset();

@@ -2,7 +2,8 @@
 // extra environment variables and its stdout sent to our stderr; keeps the
 // head of its stderr. Stoppable and time-limited: SIGTERM to its process
 // group, then SIGKILL after kill_grace. Used by the command sink (outbox.md
-// §8); shaped so the CLI's exec_command could move onto it.
+// §8). The CLI's exec_command starts its children through the same
+// common/spawn.hpp.
 // Thread safety: reentrant; each call owns its pipes and child.
 #pragma once
 
@@ -32,8 +33,9 @@ struct process_result {
   std::string stderr_head;       // the first stderr_head_bytes of its stderr
 };
 
-// Blocks until the process ends. Throws std::runtime_error when it cannot be
-// started (the message names argv[0] and the system error).
+// Blocks until the process ends. Throws spool::error (unavailable, from
+// common/spawn.hpp) when it cannot be started (the message names argv[0] and
+// the system error), std::runtime_error for an empty argv.
 process_result run_process(const process_spec& spec, const std::stop_token& stop);
 
 }  // namespace spool::detail
