@@ -16,26 +16,26 @@ namespace spool::detail {
 // Owns one file descriptor and closes it when reset or destroyed, so a throw
 // between pipe() and the child's start leaks nothing.
 class unique_fd {
-public:
+ public:
   unique_fd() = default;
   explicit unique_fd(int fd) noexcept : fd_(fd) {}
   ~unique_fd() { reset(); }
-  unique_fd(unique_fd &&other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  unique_fd &operator=(unique_fd &&other) noexcept {
+  unique_fd(unique_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  unique_fd& operator=(unique_fd&& other) noexcept {
     if (this != &other) {
       reset();
       fd_ = std::exchange(other.fd_, -1);
     }
     return *this;
   }
-  unique_fd(const unique_fd &) = delete;
-  unique_fd &operator=(const unique_fd &) = delete;
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
 
   [[nodiscard]] int get() const noexcept { return fd_; }
   [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
   void reset() noexcept;
 
-private:
+ private:
   int fd_ = -1;
 };
 
@@ -52,8 +52,7 @@ struct pipe_ends {
 [[nodiscard]] std::vector<std::string> current_environment();
 
 struct spawn_options {
-  std::vector<std::string>
-      argv; // argv[0] searched in PATH unless it holds a '/'
+  std::vector<std::string> argv;  // argv[0] searched in PATH unless it holds a '/'
   // "NAME=value" entries; unset: this process's environment.
   std::optional<std::vector<std::string>> env;
   // Dup'd onto the child's 0, 1 and 2, in that order (so stdout_fd = 2 means
@@ -70,6 +69,6 @@ struct spawn_options {
 // their defaults, whatever this process blocks or ignores. Errors:
 // invalid_argument (empty argv), unavailable ("cannot start <argv[0]>:
 // <errno text>").
-[[nodiscard]] pid_t spawn_process(const spawn_options &options);
+[[nodiscard]] pid_t spawn_process(const spawn_options& options);
 
-} // namespace spool::detail
+}  // namespace spool::detail

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/base64.hpp"
 #include "common/rfc3339.hpp"
-#include "outbox/text.hpp"
 #include "spool/error.hpp"
 #include "spool/outbox/envelope.hpp"
 
@@ -62,7 +62,7 @@ std::string canonical_json(const envelope& e) {
   out += ",\"topic\":";
   append_string(out, e.topic);
   out += ",\"payload\":\"";
-  out += detail::base64_encode(e.payload);
+  out += spool::detail::base64_encode(e.payload);
   out += "\",\"payload_version\":";
   out += std::to_string(e.payload_version);
   bool any = false;
@@ -104,7 +104,9 @@ envelope parse_canonical_json(std::string_view text) {
   envelope e;
   e.id = str("id");
   e.topic = str("topic");
-  e.payload = detail::base64_decode(str("payload"));
+  auto payload = spool::detail::base64_decode(str("payload"));
+  if (!payload) throw error(errc::invalid_argument, "payload is not standard padded base64");
+  e.payload = std::move(*payload);
   const auto v = j.find("payload_version");
   if (v == j.end() || !v->is_number_unsigned() || v->get<std::uint64_t>() < 1 || v->get<std::uint64_t>() > 65535) {
     throw error(errc::invalid_argument, "canonical JSON: \"payload_version\" must be 1..65535");

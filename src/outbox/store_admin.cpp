@@ -4,10 +4,10 @@
 
 #include <set>
 
+#include "common/base64.hpp"
 #include "common/uuid.hpp"
 #include "outbox/store.hpp"
 #include "outbox/store_calls.hpp"
-#include "outbox/text.hpp"
 #include "spool/outbox/store.hpp"
 
 namespace spool::outbox {
@@ -19,20 +19,23 @@ using detail::observed;
 using std::chrono::microseconds;
 
 std::string make_cursor(const message_summary& m) {
-  return "c" + detail::base64url_encode(std::to_string(detail::micros(m.created_at)) + ":" + m.id);
+  return "c" + spool::detail::base64url_encode(std::to_string(detail::micros(m.created_at)) + ":" + m.id);
 }
 
 // A cursor "c<base64url(µs:id)>", or an RFC 3339 time T meaning (T, "").
 std::pair<std::int64_t, std::string> parse_cursor(const std::string& text) {
-  std::string raw;
-  if (text.size() > 1 && text[0] == 'c' && detail::base64url_decode(std::string_view(text).substr(1), raw)) {
-    const auto colon = raw.find(':');
+  std::optional<std::string> raw;
+  if (text.size() > 1 && text[0] == 'c') {
+    raw = spool::detail::base64url_decode(std::string_view(text).substr(1));
+  }
+  if (raw) {
+    const auto colon = raw->find(':');
     if (colon != std::string::npos) {
       try {
         std::size_t used = 0;
-        const auto us = std::stoll(raw.substr(0, colon), &used);
+        const auto us = std::stoll(raw->substr(0, colon), &used);
         if (used == colon) {
-          const std::string id = raw.substr(colon + 1);
+          const std::string id = raw->substr(colon + 1);
           if (id.size() > 255) invalid("value_outside_bounds", "cursor id is over 255 bytes");
           return {us, id};
         }

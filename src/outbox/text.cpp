@@ -1,84 +1,13 @@
 #include "outbox/text.hpp"
 
-#include <array>
-
 #include "common/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox::detail {
 
-namespace {
-
-constexpr char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-constexpr char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-std::string encode(std::string_view bytes, const char* alphabet, bool pad) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const std::uint32_t v = (static_cast<unsigned char>(bytes[i]) << 16) |
-                            (static_cast<unsigned char>(bytes[i + 1]) << 8) | static_cast<unsigned char>(bytes[i + 2]);
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-    out += alphabet[(v >> 6) & 63];
-    out += alphabet[v & 63];
-  }
-  const std::size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    std::uint32_t v = static_cast<unsigned char>(bytes[i]) << 16;
-    if (rest == 2) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-    if (rest == 2) out += alphabet[(v >> 6) & 63];
-    if (pad) out += rest == 2 ? "=" : "==";
-  }
-  return out;
-}
-
-bool decode(std::string_view text, const char* alphabet, bool padded, std::string& out) {
-  std::array<int, 256> map{};
-  map.fill(-1);
-  for (int k = 0; k < 64; ++k) map[static_cast<unsigned char>(alphabet[k])] = k;
-  if (padded) {
-    if (text.size() % 4 != 0) return false;
-    std::size_t pads = 0;
-    while (pads < 2 && pads < text.size() && text[text.size() - 1 - pads] == '=') ++pads;
-    text.remove_suffix(pads);
-  }
-  if (text.size() % 4 == 1) return false;
-  out.clear();
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : text) {
-    const int v = map[static_cast<unsigned char>(ch)];
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 bool valid_utf8(std::string_view s) noexcept {
   return spool::detail::is_utf8(s) && s.find('\0') == std::string_view::npos;
 }
-
-std::string base64_encode(std::string_view bytes) { return encode(bytes, b64, true); }
-
-std::string base64_decode(std::string_view text) {
-  std::string out;
-  if (!decode(text, b64, true, out)) throw error(errc::invalid_argument, "payload is not standard padded base64");
-  return out;
-}
-
-std::string base64url_encode(std::string_view bytes) { return encode(bytes, b64url, false); }
-bool base64url_decode(std::string_view text, std::string& out) { return decode(text, b64url, false, out); }
 
 std::string hex_encode(std::string_view bytes) {
   static constexpr char digits[] = "0123456789abcdef";

@@ -1,5 +1,5 @@
-// Text helpers of the outbox that are not SQL: UTF-8 checks, base64, hex,
-// the error-text sanitiser and RFC 3339 times.
+// Text helpers of the outbox that are not SQL: UTF-8 checks, hex, the
+// error-text sanitiser and RFC 3339 times (base64: common/base64.hpp).
 #pragma once
 
 #include <cstdint>
@@ -10,16 +10,10 @@ namespace spool::outbox::detail {
 
 // Well-formed UTF-8 (common/utf8.hpp) without NUL: the outbox's text columns.
 [[nodiscard]] bool valid_utf8(std::string_view s) noexcept;
-[[nodiscard]] std::string base64_encode(std::string_view bytes);
-// Errors: invalid_argument.
-[[nodiscard]] std::string base64_decode(std::string_view text);
 [[nodiscard]] std::string hex_encode(std::string_view bytes);
 [[nodiscard]] std::string hex_decode(std::string_view hex);
 // Ill-formed UTF-8 → U+FFFD, control characters → spaces, URL credentials →
 // scheme://***@, cut at max_bytes on a code-point boundary ending in "…".
 [[nodiscard]] std::string sanitize_error_text(std::string_view text, std::size_t max_bytes);
-// base64url without padding, and back (nullopt when malformed).
-[[nodiscard]] std::string base64url_encode(std::string_view bytes);
-[[nodiscard]] bool base64url_decode(std::string_view text, std::string& out);
 
 }  // namespace spool::outbox::detail
