@@ -2,6 +2,7 @@
 // plain and transactional forms over it.
 #include <fmt/format.h>
 
+#include "engine/tx_state.hpp"
 #include "ops/queue_impl.hpp"
 #include "ops/store.hpp"
 #include "ops/validate.hpp"
@@ -122,6 +123,7 @@ std::vector<enqueue_result> queue::enqueue_batch(spool::tx& tx, const std::vecto
   impl_->require_engine_of(tx);
   const auto& cfg = impl_->config;
   return impl_->run([&] {
+    tx.state().require_transaction();  // before validation, as before the one-tx API
     return impl_->enqueue(
         ops, options, false, [&](const auto& items) { return detail::insert_in(tx, cfg, items); },
         [&](const auto& keys) { return detail::holders_in(tx, cfg, keys); });
@@ -133,6 +135,7 @@ enqueue_result queue::enqueue(spool::tx& tx, const new_op& o, const enqueue_opti
   const auto& cfg = impl_->config;
   return impl_
       ->run([&] {
+        tx.state().require_transaction();
         return impl_->enqueue(
             {o}, options, true, [&](const auto& items) { return detail::insert_in(tx, cfg, items); },
             [&](const auto& keys) { return detail::holders_in(tx, cfg, keys); });
