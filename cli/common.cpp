@@ -1,6 +1,6 @@
 #include "common.hpp"
 
-#include "common/rfc3339.hpp"
+#include "common/text/rfc3339.hpp"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "common/uuid.hpp"
 #include "fuzz_check.hpp"
 #include "ops/cursor.hpp"

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/embedded_sql.hpp"
+#include "common/text/sql_template.hpp"
 #include "common/identifier.hpp"
 
 namespace spool::detail {

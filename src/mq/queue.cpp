@@ -16,7 +16,7 @@
 #include "common/call_guard.hpp"
 #include "common/stop_gate.hpp"
 #include "common/identifier.hpp"
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
 #include "mq/store.hpp"

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/embedded_sql.hpp"
+#include "common/text/sql_template.hpp"
 #include "common/identifier.hpp"
 #include "common/row_values.hpp"
 #include "engine/database_impl.hpp"

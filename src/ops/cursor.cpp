@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/base64.hpp"
+#include "common/text/base64.hpp"
 #include "ops/time.hpp"
 #include "ops/validate.hpp"
 #include "spool/error.hpp"

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "ops/fencing.hpp"
 #include "ops/queue_impl.hpp"
 #include "ops/store.hpp"

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "common/rfc3339.hpp"
+#include "common/text/rfc3339.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops::detail {

@@ -37,9 +37,7 @@ worker_pool::~worker_pool() {
   } catch (const std::exception& e) {
     log().error("ops worker_pool: stop in the destructor failed: {}", e.what());
   }
-  for (auto& w : impl_->workers) {
-    if (w.joinable()) w.join();
-  }
+  impl_->workers.join();  // handlers still running after stop() are waited for here
 }
 
 void worker_pool::add_handler(const std::string& type, op_handler handler, handler_options options) {

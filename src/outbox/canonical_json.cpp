@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "common/base64.hpp"
-#include "common/rfc3339.hpp"
+#include "common/text/base64.hpp"
+#include "common/text/rfc3339.hpp"
 #include "spool/error.hpp"
 #include "spool/outbox/envelope.hpp"
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "common/embedded_sql.hpp"
+#include "common/text/sql_template.hpp"
 #include "common/identifier.hpp"
 #include "outbox/store.hpp"
 #include "spool/error.hpp"

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "common/base64.hpp"
+#include "common/text/base64.hpp"
 #include "common/uuid.hpp"
 #include "outbox/store.hpp"
 #include "outbox/store_calls.hpp"

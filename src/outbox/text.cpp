@@ -1,6 +1,6 @@
 #include "outbox/text.hpp"
 
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox::detail {

@@ -1,4 +1,4 @@
-// The runtimes' background-service thread and stop-aware sleep.
+// The runtimes' background-service thread, their clock and stop-aware sleep.
 #include "runtime/service.hpp"
 
 #include <condition_variable>
@@ -16,10 +16,25 @@ bool sleep_for(std::chrono::milliseconds d, const std::stop_token& stop) {
   return !stop.stop_requested();
 }
 
+namespace {
+class steady_clock_with_stop final : public clock {
+ public:
+  [[nodiscard]] time_point now() const override { return std::chrono::steady_clock::now(); }
+  bool sleep_for(std::chrono::milliseconds d, const std::stop_token& stop) override {
+    return spool::detail::sleep_for(d, stop);
+  }
+};
+}  // namespace
+
+clock& real_clock() noexcept {
+  static steady_clock_with_stop instance;  // stateless, so sharing it shares nothing
+  return instance;
+}
+
 void periodic_service::start(std::chrono::milliseconds first_wait, step_fn step) {
-  thread_ = std::jthread([first_wait, step = std::move(step)](const std::stop_token& stop) {
+  thread_ = std::jthread([this, first_wait, step = std::move(step)](const std::stop_token& stop) {
     auto wait = first_wait;
-    while (sleep_for(wait, stop)) {
+    while (clock_->sleep_for(wait, stop)) {
       const auto next = step(stop);
       if (!next) return;
       wait = *next;

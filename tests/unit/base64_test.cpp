@@ -1,6 +1,6 @@
 // The one base64 codec (src/common/base64.hpp) behind the outbox's canonical
 // JSON payloads and the outbox's and the op queue's cursors.
-#include "common/base64.hpp"
+#include "common/text/base64.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The one RFC 3339 parser and formatter (src/common/rfc3339.hpp) behind the
 // op queue's and the outbox's times, with the dialect choices their specs make.
-#include "common/rfc3339.hpp"
+#include "common/text/rfc3339.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The one UTF-8 toolkit (src/common/utf8.hpp) that the engines, the message
 // codec, the op queue and the outbox share: what is well-formed, where a text
 // may be cut, how ill-formed bytes are repaired.
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 
 #include <gtest/gtest.h>
 

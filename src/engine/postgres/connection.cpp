@@ -7,7 +7,7 @@
 #include <charconv>
 
 #include "common/call_guard.hpp"
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::pg::detail {

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "mq/codec/scanner.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/message.hpp"

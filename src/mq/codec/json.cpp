@@ -1,7 +1,7 @@
 // The codec's shared JSON helpers (json.hpp).
 #include "mq/codec/json.hpp"
 
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 
 namespace spool::mq::detail::codec {
 namespace {

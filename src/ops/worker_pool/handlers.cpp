@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "common/log.hpp"
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {

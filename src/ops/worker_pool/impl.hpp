@@ -21,6 +21,7 @@
 
 #include "runtime/db_backoff.hpp"
 #include "runtime/service.hpp"
+#include "runtime/worker_group.hpp"
 #include "spool/ops/worker_pool.hpp"
 
 namespace spool::ops {
@@ -58,7 +59,7 @@ struct worker_pool::impl {
   // claim hands them a turn (a ticket) or the poller's role is free. So an
   // idle pool makes at most one dequeue per poll_interval, and a burst of
   // ready ops wakes the workers one claim at a time.
-  void work();
+  void work(const std::stop_token& stop);
   // A parked worker waits for a ticket or the free poller's role. False when stopped.
   bool wait_for_turn(const std::stop_token& stop, bool& poller);
   // After a claim: the poller's role goes to a parked worker, and one more
@@ -121,7 +122,6 @@ struct worker_pool::impl {
   bool started = false, stopped = false;
   stop_report report;
 
-  std::stop_source claim_stop;
   mutable std::mutex flights_mutex;
   std::condition_variable flights_cv;
   std::map<std::string, std::shared_ptr<flight>> flights;
@@ -143,7 +143,7 @@ struct worker_pool::impl {
   std::mutex rng_mutex;
   std::mt19937_64 rng{std::random_device{}()};
 
-  std::vector<std::thread> workers;
+  spool::detail::worker_group workers;  // their stop token is the claim stop
   spool::detail::periodic_service heartbeater, rescuer, reporter;
   spool::detail::db_backoff heartbeat_backoff, rescue_backoff;  // each used by its service's thread only
   std::mt19937_64 rescue_rng{std::random_device{}()};          // the rescuer's thread only

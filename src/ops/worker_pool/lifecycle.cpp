@@ -46,7 +46,7 @@ void worker_pool::impl::start() {
       return std::optional(opts.metrics_interval);
     });
   }
-  for (int i = 0; i < opts.workers; ++i) workers.emplace_back([this] { work(); });
+  workers.start(static_cast<std::size_t>(opts.workers), [this](const std::stop_token& stop) { work(stop); });
 }
 
 stop_report worker_pool::impl::stop(std::chrono::milliseconds deadline) {
@@ -55,7 +55,7 @@ stop_report worker_pool::impl::stop(std::chrono::milliseconds deadline) {
   stopped = true;
   if (!started) return report;
   // 1. Stop claiming at once (and rescuing: this pool is leaving).
-  claim_stop.request_stop();
+  workers.request_stop();
   rescuer.stop();
   std::unique_lock fl(flights_mutex);
   auto idle = [&] { return claiming == 0 && flights.empty(); };
@@ -73,8 +73,7 @@ stop_report worker_pool::impl::stop(std::chrono::milliseconds deadline) {
   // Heartbeats stop: the leases of handlers still running expire.
   heartbeater.stop();
   if (report.still_running.empty()) {
-    for (auto& w : workers) w.join();
-    workers.clear();
+    workers.join();
   } else {
     log().error("ops worker_pool {}: {} handler(s) still running after shutdown cancellation: {}",
                 opts.owner, report.still_running.size(), fmt::join(report.still_running, ", "));

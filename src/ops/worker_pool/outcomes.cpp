@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "common/log.hpp"
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {

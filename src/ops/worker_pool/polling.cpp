@@ -19,9 +19,8 @@ using namespace std::chrono_literals;
 // claim hands them a turn (a ticket) or the poller's role is free. So an
 // idle pool makes at most one dequeue per poll_interval, and a burst of
 // ready ops wakes the workers one claim at a time.
-void worker_pool::impl::work() {
+void worker_pool::impl::work(const std::stop_token& stop) {
   db_backoff backoff(opts.poll_interval, opts.max_db_backoff);
-  const auto stop = claim_stop.get_token();
   bool poller = false;  // this worker holds the poller's role
   bool idle = false;    // the last dequeue found nothing
   // Taken before each dequeue, so a change during it is not missed.

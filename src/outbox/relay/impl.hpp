@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/service.hpp"
+#include "runtime/worker_group.hpp"
 #include "spool/outbox/relay.hpp"
 
 namespace spool::outbox {
@@ -171,7 +172,7 @@ struct relay::impl {
   void loop(const std::stop_token& stop);
 
   // ---- sessions (relay/session.cpp) ----
-  std::vector<std::thread> workers;
+  spool::detail::worker_group workers;  // they end when the session is over, not by the token
   spool::detail::periodic_service renewer_service, reporter_service;
 
   void begin_session();

@@ -19,8 +19,7 @@ void relay::impl::begin_session() {
     h.running = true;
   }
   stopping = false;
-  workers.clear();
-  for (std::size_t i = 0; i < threads; ++i) workers.emplace_back([this] { worker(); });
+  workers.start(threads, [this](const std::stop_token&) { worker(); });
   renewer_service.start(renew, [this](const std::stop_token&) { return std::optional(renew_round()); });
   if (o.notify) {
     try {
@@ -87,8 +86,7 @@ void relay::impl::end_session(bool graceful) {
     session_over = true;
   }
   cv.notify_all();
-  for (auto& w : workers) w.join();  // sinks MUST observe their stop token
-  workers.clear();
+  workers.join();  // sinks MUST observe their stop token
   renewer_service.stop();
   reporter_service.stop();
   {

@@ -1,4 +1,4 @@
-#include "common/rfc3339.hpp"
+#include "common/text/rfc3339.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "common/utf8.hpp"
+#include "common/text/utf8.hpp"
 
 namespace spool::detail {
 

@@ -1,4 +1,4 @@
-#include "common/base64.hpp"
+#include "common/text/base64.hpp"
 
 #include <array>
 #include <cstdint>
