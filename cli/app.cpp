@@ -70,6 +70,7 @@ std::unique_ptr<CLI::App> build_app(cli_context& ctx) {
   add_outbox_command(*app, ctx);
   add_relay_command(*app, ctx);
   add_bench_command(*app, ctx);
+  add_serve_command(*app, ctx);
   return app;
 }
 

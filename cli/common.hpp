@@ -111,5 +111,7 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx);
 void add_relay_command(CLI::App& app, cli_context& ctx);
 // `bench` (cmd_bench.cpp): the benchmark workloads of docs/BENCHMARKS.md.
 void add_bench_command(CLI::App& app, cli_context& ctx);
+// `serve` (cmd_serve.cpp): the SQS API server.
+void add_serve_command(CLI::App& app, cli_context& ctx);
 
 }  // namespace spool::cli

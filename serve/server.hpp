@@ -1,0 +1,57 @@
+// The HTTP server of `spool serve`: the SQS API at POST / (and at a queue's
+// URL, where the query protocol may post), GET /healthz and GET /metrics.
+// Every SQS request is authenticated (SigV4) unless the server runs without
+// auth, then decoded in its protocol and handed to the action handler.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "serve/credentials.hpp"
+#include "serve/sqs/protocol.hpp"
+
+namespace spool::serve {
+
+// Runs one decoded SQS request for the caller's account; returns the result
+// in the JSON protocol's shape, or throws sqs::error. Called from the
+// server's threads at once: must be thread-safe.
+using action_handler = std::function<nlohmann::json(const sqs::request&, const std::string& account)>;
+
+struct server_options {
+  std::string host = "127.0.0.1";
+  int port = 9324;  // 0: any free port (see server::port())
+  // Without credentials every request is served as account 000000000000.
+  std::optional<credential_store> credentials;
+  std::size_t max_body_bytes = 2u << 20;
+  int threads = 16;
+};
+
+// Thread safety: construct, run() and stop() from the owner; stop() may be
+// called from any thread (a signal waiter) while run() blocks in another.
+class server {
+ public:
+  // Binds the address. Throws spool::error(unavailable) when it cannot.
+  server(server_options options, action_handler handler);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // The bound port (the chosen one when options.port was 0).
+  [[nodiscard]] int port() const noexcept;
+  // "http://HOST:PORT"
+  [[nodiscard]] std::string url() const;
+  // Serves until stop(). Requests in flight finish first.
+  void run();
+  // True once run() accepts connections (stop() before that is lost).
+  [[nodiscard]] bool running() const;
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace spool::serve
