@@ -21,6 +21,16 @@ struct extra_member {
   friend bool operator==(const extra_member&, const extra_member&) = default;
 };
 
+// A message attribute as SQS carries it: a name, a data type ("String",
+// "Number", "Binary", or one of these with a custom suffix such as
+// "Number.int"), and the value (the raw bytes for a Binary type).
+struct message_attribute {
+  std::string name;
+  std::string data_type;
+  std::string value;
+  friend bool operator==(const message_attribute&, const message_attribute&) = default;
+};
+
 // The flat camelCase message of message-queue.md §3.1. Unset optionals are
 // absent on the wire, never null.
 struct message {
@@ -33,16 +43,26 @@ struct message {
   std::optional<std::string> message_group_id;
   bool high_priority = false;
   std::string dispatch_mode;
+  // The application's data, for messages that carry one (every message the
+  // SQS API sends): on the wire the members "body" (a string) and
+  // "messageAttributes" ({"NAME":{"dataType":…,"stringValue"|"binaryValue":…}},
+  // binary values in base64), written after the nine keys. Legacy readers see
+  // them as unknown members (docs/COMPATIBILITY.md). A "body" that is no
+  // string, or attributes of another shape, stay in extra.
+  std::optional<std::string> body;
+  std::vector<message_attribute> attributes;
   // Unknown members, in the order read; written after the nine keys. An unknown key read twice keeps the
   // position of its first occurrence and its last value.
   std::vector<extra_member> extra;
   friend bool operator==(const message&, const message&) = default;
 };
 
-// Encodes a message as its wire JSON: the nine keys in table order, then
-// extra. Throws spool::error(invalid_argument) naming the field when a string
-// is not valid UTF-8, when an extra key folds onto a known key, or when an
-// extra value is not valid JSON.
+// Encodes a message as its wire JSON: the nine keys in table order, the body
+// and attributes, then extra. Throws spool::error(invalid_argument) naming
+// the field when a string is not valid UTF-8 (a binary attribute may hold any
+// bytes), when an extra key folds onto a known key or repeats "body" or
+// "messageAttributes" while those are set, or when an extra value is not
+// valid JSON.
 [[nodiscard]] std::string encode(const message& m);
 
 // The outcome of decoding: a message, or the poison reason (the rule broken

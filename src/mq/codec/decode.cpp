@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mq/codec/body.hpp"
 #include "mq/codec/scanner.hpp"
 #include "spool/mq/message.hpp"
 
@@ -148,6 +149,7 @@ decode_result decode(std::string_view payload) {
   } else if (!d.type_error.empty()) {
     r.error = std::move(d.type_error);
   } else {
+    lift_body(m);
     r.value = std::move(m);
   }
   return r;

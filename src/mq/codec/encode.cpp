@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/text/utf8.hpp"
+#include "mq/codec/body.hpp"
 #include "mq/codec/scanner.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/message.hpp"
@@ -46,6 +47,8 @@ std::string encode(const message& m) {
     if (o->has_value()) size += 20 + (*o)->size();
   }
   for (const extra_member& e : m.extra) size += e.key.size() + e.json.size() + 4;
+  if (m.body) size += 10 + m.body->size() + m.body->size() / 8;
+  for (const auto& a : m.attributes) size += 48 + a.name.size() + a.data_type.size() + a.value.size() * 4 / 3;
   std::string out;
   out.reserve(size + size / 16);
   out += '{';
@@ -58,6 +61,7 @@ std::string encode(const message& m) {
   if (m.message_group_id) put_field(out, kMessageGroupId, *m.message_group_id);
   if (m.high_priority) out += ",\"highPriority\":true";
   if (!m.dispatch_mode.empty()) put_field(out, kDispatchMode, m.dispatch_mode);
+  append_body(out, m);
   for (std::size_t i = 0; i < m.extra.size(); ++i) {
     const extra_member& e = m.extra[i];
     out += ',';
