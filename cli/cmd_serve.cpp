@@ -12,6 +12,7 @@
 #include "logging.hpp"
 #include "metrics_server.hpp"
 #include "serve/server.hpp"
+#include "serve/sqs/service.hpp"
 #include "signal_scope.hpp"
 #include "spool/error.hpp"
 
@@ -22,6 +23,7 @@ namespace {
 struct serve_args {
   std::string listen = "127.0.0.1:9324";
   std::string credentials;
+  std::string schema;
   bool no_auth = false;
 };
 
@@ -39,13 +41,10 @@ void run_serve(cli_context& ctx, const serve_args& a) {
   options.host = hp.host;
   options.port = hp.port;
   if (!a.credentials.empty()) options.credentials = spool::serve::credential_store::load(a.credentials);
-  (void)open_database(ctx);  // fail fast: an unreachable database or a bad URI stops the start
-  // The SQS actions are not served yet: each is refused with a clear error
-  // (see the note on issue 15); authentication and both protocols are.
-  const auto actions = [](const spool::serve::sqs::request& r, const std::string&) -> nlohmann::json {
-    throw spool::serve::sqs::error("UnsupportedOperation",
-                                   fmt::format("{} is not served by this version of spool serve", r.action));
-  };
+  // The SQS actions on the database; fails fast when it is unreachable or not migrated.
+  spool::serve::sqs::service sqs(open_database(ctx), {.schema = a.schema});
+  const auto actions = [&sqs](const spool::serve::sqs::request& r, const std::string& account,
+                              const std::string& base_url) { return sqs.handle(r, account, base_url); };
   spool::serve::server server(std::move(options), actions);
   if (a.no_auth)
     log().warn("spool serve: --no-auth: every request is served unauthenticated (local development only)");
@@ -55,6 +54,7 @@ void run_serve(cli_context& ctx, const serve_args& a) {
   std::fflush(stderr);
   const int sig = signals.wait();
   log().info("spool serve: {} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  sqs.stop();  // waiting long polls return empty
   server.stop();
   runner.join();
 }
@@ -74,6 +74,8 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
                     "with one (AWS Signature Version 4, service sqs, any region)");
   serve->add_flag("--no-auth", a->no_auth,
                   "Serve unsigned requests as account 000000000000 (local development)");
+  serve->add_option("--schema", a->schema,
+                    "PostgreSQL schema of the queue tables [default: current_schema()]");
   add_connection_options(*serve, ctx);
   serve->callback([&ctx, a] {
     ctx.takes_signals = true;

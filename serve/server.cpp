@@ -68,7 +68,9 @@ struct server::impl {
       if (!r.params.contains("QueueUrl") && req.path != "/") {
         r.params["QueueUrl"] = fmt::format("http://{}{}", req.get_header_value("Host"), req.path);
       }
-      reply = sqs::encode_result(wire, action, handler(r, account), id);
+      const auto host = req.get_header_value("Host");
+      const auto base = host.empty() ? url() : "http://" + host;
+      reply = sqs::encode_result(wire, action, handler(r, account, base), id);
       count(action, "ok");
     } catch (const sqs::error& e) {
       reply = sqs::encode_error(wire, e, id);
@@ -84,6 +86,11 @@ struct server::impl {
     res.status = reply.status;
     for (const auto& [k, v] : reply.headers) res.set_header(k, v);
     res.set_content(reply.body, reply.content_type);
+  }
+
+  std::string url() const {
+    const bool v6 = opts.host.find(':') != std::string::npos;
+    return fmt::format("http://{}:{}", v6 ? "[" + opts.host + "]" : opts.host, port);
   }
 
   std::string metrics_text() {
@@ -143,10 +150,7 @@ server::~server() { stop(); }
 
 int server::port() const noexcept { return impl_->port; }
 
-std::string server::url() const {
-  const bool v6 = impl_->opts.host.find(':') != std::string::npos;
-  return fmt::format("http://{}:{}", v6 ? "[" + impl_->opts.host + "]" : impl_->opts.host, impl_->port);
-}
+std::string server::url() const { return impl_->url(); }
 
 void server::run() { impl_->http.listen_after_bind(); }
 

@@ -15,10 +15,12 @@
 
 namespace spool::serve {
 
-// Runs one decoded SQS request for the caller's account; returns the result
-// in the JSON protocol's shape, or throws sqs::error. Called from the
-// server's threads at once: must be thread-safe.
-using action_handler = std::function<nlohmann::json(const sqs::request&, const std::string& account)>;
+// Runs one decoded SQS request for the caller's account; base_url is
+// "http://HOST" as the client addressed the server (for queue URLs). Returns
+// the result in the JSON protocol's shape, or throws sqs::error. Called from
+// the server's threads at once: must be thread-safe.
+using action_handler = std::function<nlohmann::json(const sqs::request&, const std::string& account,
+                                                    const std::string& base_url)>;
 
 struct server_options {
   std::string host = "127.0.0.1";

@@ -35,7 +35,7 @@ std::string sql_literal(std::string_view s) {
 }  // namespace
 
 const std::vector<std::string>& all_components() {
-  static const std::vector<std::string> components = {"mq", "ops", "outbox"};
+  static const std::vector<std::string> components = {"mq", "ops", "outbox", "mq_catalog"};
   return components;
 }
 
@@ -123,7 +123,8 @@ std::string render_template(std::string sql, const std::string& schema, const st
 
 std::string ledger_target_sql(engine kind, const std::string& component, const std::string& schema,
                               const std::string& ops_table, const outbox_names* outbox) {
-  static const std::pair<const char*, const char*> tables[] = {{"mq", "queue_messages"}};
+  static const std::pair<const char*, const char*> tables[] = {{"mq", "queue_messages"},
+                                                               {"mq_catalog", "spool_mq_queues"}};
   std::string table = component;
   for (const auto& [c, t] : tables) {
     if (component == c) table = t;

@@ -86,6 +86,27 @@ TEST(migration_files, released_outbox_migrations_keep_their_checksums) {
   EXPECT_EQ(seen, pinned.size());
 }
 
+TEST(migration_files, released_catalog_migrations_keep_their_checksums_and_name_their_table) {
+  const std::map<std::string, std::string> pinned = {
+      {"postgres:mq_catalog/1", "6bcd60b2d04fd67f2c4fbc65b0fe9fa309b64b9aa78e4ea8767acf315d7c371f"},
+      {"sqlite:mq_catalog/1", "986f83a5c29dc4e43663734e0714c6955259a1b6887e2fd3adad57f88f1021fe"},
+  };
+  std::size_t seen = 0;
+  for (const auto kind : {engine::postgres, engine::sqlite}) {
+    for (const auto& m : migration_files(kind, "mq_catalog")) {
+      const std::string key = std::string(engine_name(kind)) + ":mq_catalog/" + std::to_string(m.version);
+      auto it = pinned.find(key);
+      ASSERT_NE(it, pinned.end()) << key << " is new: pin its checksum here";
+      EXPECT_EQ(m.checksum, it->second) << key << " (" << m.name << ") was edited after release";
+      EXPECT_FALSE(m.up.empty());
+      EXPECT_FALSE(m.down.empty());
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, pinned.size());
+  EXPECT_EQ(ledger_target_sql(engine::sqlite, "mq_catalog", ""), "'main.spool_mq_queues'");
+}
+
 TEST(migration_files, outbox_templates_render_the_configured_quoted_tables) {
   const auto names = outbox_names_of("order", "");
   EXPECT_EQ(render_template("CREATE TABLE {{s}}{{outbox}}; CREATE INDEX \"{{outbox_raw}}_claim_idx\"; {{outbox_audit}}",

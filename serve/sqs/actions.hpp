@@ -1,0 +1,53 @@
+// The actions of the SQS API that spool serve runs, one function each:
+// queues in sqs/queue_actions.cpp, messages in sqs/message_actions.cpp.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "serve/sqs/service.hpp"
+
+namespace spool::serve::sqs {
+
+struct actions {
+  using json = nlohmann::json;
+  // One request as an action sees it.
+  struct call {
+    service& s;
+    const json& p;  // the parameters
+    const std::string& account;
+    const std::string& base_url;
+  };
+
+  // ---- queues (queue_actions.cpp) ----
+  static json create_queue(const call& c);
+  static json get_queue_url(const call& c);
+  static json list_queues(const call& c);
+  static json get_queue_attributes(const call& c);
+  static json set_queue_attributes(const call& c);
+  static json delete_queue(const call& c);
+  static json purge_queue(const call& c);
+  static json tag_queue(const call& c);
+  static json untag_queue(const call& c);
+  static json list_queue_tags(const call& c);
+
+  // ---- messages (message_actions.cpp) ----
+  static json send_message(const call& c);
+  static json send_message_batch(const call& c);
+  static json receive_message(const call& c);
+  static json delete_message(const call& c);
+  static json delete_message_batch(const call& c);
+  static json change_message_visibility(const call& c);
+  static json change_message_visibility_batch(const call& c);
+
+  // Helpers both families use.
+  static mq::catalog_entry entry_of(const call& c) { return c.s.entry_of(c.p, c.account); }
+  static std::shared_ptr<mq::queue> queue_of(const call& c, const mq::catalog_entry& e) {
+    return c.s.queue_of(e);
+  }
+  static std::string url_of(const call& c, const std::string& account, const std::string& name) {
+    return c.base_url + "/" + account + "/" + name;
+  }
+};
+
+}  // namespace spool::serve::sqs

@@ -1,0 +1,50 @@
+#include "serve/sqs/md5.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+
+namespace spool::serve::sqs {
+
+std::string md5_hex(std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_md5(), nullptr);
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex += digits[out[i] >> 4];
+    hex += digits[out[i] & 0xF];
+  }
+  return hex;
+}
+
+namespace {
+void length_prefixed(std::string& out, std::string_view s) {
+  const auto n = static_cast<std::uint32_t>(s.size());
+  out += static_cast<char>((n >> 24) & 0xFF);
+  out += static_cast<char>((n >> 16) & 0xFF);
+  out += static_cast<char>((n >> 8) & 0xFF);
+  out += static_cast<char>(n & 0xFF);
+  out += s;
+}
+}  // namespace
+
+std::string md5_of_attributes(const std::vector<mq::message_attribute>& attributes) {
+  if (attributes.empty()) return {};
+  std::vector<const mq::message_attribute*> sorted;
+  for (const auto& a : attributes) sorted.push_back(&a);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  std::string bytes;
+  for (const auto* a : sorted) {
+    length_prefixed(bytes, a->name);
+    length_prefixed(bytes, a->data_type);
+    const bool binary = a->data_type.rfind("Binary", 0) == 0;
+    bytes += static_cast<char>(binary ? 2 : 1);
+    length_prefixed(bytes, a->value);
+  }
+  return md5_hex(bytes);
+}
+
+}  // namespace spool::serve::sqs

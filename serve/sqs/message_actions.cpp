@@ -1,0 +1,367 @@
+// The message actions: SendMessage(Batch), ReceiveMessage, DeleteMessage(Batch)
+// and ChangeMessageVisibility(Batch), over mq::queue. Batch entries fail one
+// by one in Failed; they never fail the whole call.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "common/text/base64.hpp"
+#include "serve/sqs/actions.hpp"
+#include "serve/sqs/attributes.hpp"
+#include "serve/sqs/md5.hpp"
+#include "serve/sqs/params.hpp"
+#include "spool/error.hpp"
+
+namespace spool::serve::sqs {
+
+namespace {
+
+using json = nlohmann::json;
+constexpr std::size_t max_batch = 10;
+
+bool valid_attribute_name(const std::string& n) {
+  if (n.empty() || n.size() > 256 || n.front() == '.' || n.back() == '.' ||
+      n.find("..") != std::string::npos) {
+    return false;
+  }
+  if (n.rfind("AWS.", 0) == 0 || n.rfind("Amazon.", 0) == 0) return false;
+  return std::all_of(n.begin(), n.end(), [](unsigned char ch) {
+    return std::isalnum(ch) || ch == '_' || ch == '-' || ch == '.';
+  });
+}
+
+std::string base_type(const std::string& data_type) { return data_type.substr(0, data_type.find('.')); }
+
+std::vector<mq::message_attribute> attributes_of(const json& p) {
+  std::vector<mq::message_attribute> out;
+  if (!p.contains("MessageAttributes")) return out;
+  const auto& m = p["MessageAttributes"];
+  if (!m.is_object()) throw error("InvalidParameterValue", "MessageAttributes must be a map.");
+  if (m.size() > 10) throw error("InvalidParameterValue", "A message has at most 10 message attributes.");
+  for (const auto& [name, v] : m.items()) {
+    if (!valid_attribute_name(name)) {
+      throw error("InvalidParameterValue", fmt::format("Message attribute name '{}' is invalid.", name));
+    }
+    if (!v.is_object())
+      throw error("InvalidParameterValue", fmt::format("Message attribute {} must be a map.", name));
+    const auto type = optional_string(v, "DataType");
+    if (!type)
+      throw error("InvalidParameterValue",
+                  fmt::format("The message attribute '{}' must contain a DataType.", name));
+    const auto base = base_type(*type);
+    if ((base != "String" && base != "Number" && base != "Binary") || type->size() > 256) {
+      throw error("InvalidParameterValue",
+                  fmt::format("The type of message attribute '{}' is invalid.", name));
+    }
+    mq::message_attribute a{name, *type, {}};
+    if (base == "Binary") {
+      const auto b64 = optional_string(v, "BinaryValue");
+      auto bytes = b64 ? spool::detail::base64_decode(*b64) : std::nullopt;
+      if (!bytes) {
+        throw error("InvalidParameterValue",
+                    fmt::format("Message attribute '{}' needs a base64 BinaryValue.", name));
+      }
+      a.value = std::move(*bytes);
+    } else {
+      const auto s = optional_string(v, "StringValue");
+      if (!s || s->empty()) {
+        throw error("InvalidParameterValue",
+                    fmt::format("Message attribute '{}' must contain a StringValue.", name));
+      }
+      if (!valid_message_text(*s)) {
+        throw error("InvalidParameterValue",
+                    fmt::format("Message attribute '{}' has characters SQS forbids.", name));
+      }
+      if (base == "Number") {
+        char* end = nullptr;
+        (void)std::strtod(s->c_str(), &end);
+        if (end != s->c_str() + s->size()) {
+          throw error("InvalidParameterValue", fmt::format("Message attribute '{}' is not a number.", name));
+        }
+      }
+      a.value = *s;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+struct outgoing {
+  mq::message m;
+  std::chrono::seconds delay{0};
+};
+
+// A SendMessage's (or one batch entry's) message, validated against the queue.
+outgoing message_of(const json& p, const mq::catalog_entry& e) {
+  const auto body = required_string(p, "MessageBody");
+  if (body.empty()) throw error("MissingParameter", "The request must contain the parameter MessageBody.");
+  if (!valid_message_text(body)) {
+    throw error("InvalidMessageContents", "Invalid binary character or invalid UTF-8 in the message body.");
+  }
+  outgoing o;
+  o.m.mediation_type = "SQS";
+  o.m.mediation_target = e.name;
+  o.m.body = body;
+  o.m.attributes = attributes_of(p);
+  std::size_t size = body.size();
+  for (const auto& a : o.m.attributes) size += a.name.size() + a.data_type.size() + a.value.size();
+  const auto max = static_cast<std::size_t>(effective_int(e, "MaximumMessageSize"));
+  if (size > max) {
+    throw error(
+        "InvalidParameterValue",
+        fmt::format("One or more parameters are invalid. Reason: Message must be shorter than {} bytes.",
+                    max));
+  }
+  if (p.contains("MessageGroupId") || p.contains("MessageDeduplicationId")) {
+    throw error("InvalidParameterValue",
+                "MessageGroupId and MessageDeduplicationId are for FIFO queues only.");
+  }
+  o.delay = std::chrono::seconds(
+      optional_int(p, "DelaySeconds", 0, 900).value_or(effective_int(e, "DelaySeconds")));
+  return o;
+}
+
+json sent(const std::string& id, const mq::message& m) {
+  json out{{"MessageId", id}, {"MD5OfMessageBody", md5_hex(*m.body)}};
+  if (!m.attributes.empty()) out["MD5OfMessageAttributes"] = md5_of_attributes(m.attributes);
+  return out;
+}
+
+json failed(const std::string& id, const error& e) {
+  return {{"Id", id}, {"SenderFault", e.kind().sender}, {"Code", e.code()}, {"Message", e.what()}};
+}
+
+// The entries of a batch, checked as SQS checks them before any entry runs.
+const json& batch_entries(const json& p) {
+  if (!p.contains("Entries") || !p["Entries"].is_array() || p["Entries"].empty()) {
+    throw error("EmptyBatchRequest", "There should be at least one entry in the request.");
+  }
+  const auto& entries = p["Entries"];
+  if (entries.size() > max_batch) {
+    throw error("TooManyEntriesInBatchRequest",
+                fmt::format("Maximum number of entries per request are {}. You have sent {}.", max_batch,
+                            entries.size()));
+  }
+  std::set<std::string> ids;
+  for (const auto& entry : entries) {
+    const auto id = entry.is_object() ? optional_string(entry, "Id") : std::nullopt;
+    const bool ok = id && !id->empty() && id->size() <= 80 &&
+                    std::all_of(id->begin(), id->end(),
+                                [](unsigned char ch) { return std::isalnum(ch) || ch == '-' || ch == '_'; });
+    if (!ok) throw error("InvalidBatchEntryId", "A batch entry id is 1 to 80 of [A-Za-z0-9_-].");
+    if (!ids.insert(*id).second) throw error("BatchEntryIdsNotDistinct", fmt::format("Id {} repeated.", *id));
+  }
+  return entries;
+}
+
+// An error of the library on a receipt, as SQS names it.
+error receipt_error(const spool::error& e, const char* not_found_code) {
+  if (e.code() == errc::invalid_argument)
+    return error("ReceiptHandleIsInvalid", "The receipt handle is not valid.");
+  if (e.code() == errc::not_found)
+    return error(not_found_code, "The message is not in flight (its receipt is stale).");
+  throw e;
+}
+
+bool wanted(const std::vector<std::string>& names, const std::string& name) {
+  for (const auto& n : names) {
+    if (n == "All" || n == ".*" || n == name) return true;
+    if (n.size() > 2 && n.substr(n.size() - 2) == ".*" && name.rfind(n.substr(0, n.size() - 1), 0) == 0)
+      return true;
+  }
+  return false;
+}
+
+std::vector<std::string> names_of(const json& p, const char* member) {
+  std::vector<std::string> out;
+  if (p.contains(member) && p[member].is_array()) {
+    for (const auto& v : p[member]) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+json received(const mq::delivered_message& d, const json& p, const std::string& account) {
+  const std::string body = d.body.body ? *d.body.body : mq::encode(d.body);  // a legacy row: its wire JSON
+  json out{{"MessageId", d.broker_message_id},
+           {"ReceiptHandle", d.receipt},
+           {"MD5OfBody", md5_hex(body)},
+           {"Body", body}};
+  auto system = names_of(p, "AttributeNames");
+  for (auto& n : names_of(p, "MessageSystemAttributeNames")) system.push_back(std::move(n));
+  json attrs = json::object();
+  if (wanted(system, "ApproximateReceiveCount"))
+    attrs["ApproximateReceiveCount"] = std::to_string(d.receive_count.value_or(1));
+  if (wanted(system, "SentTimestamp")) attrs["SentTimestamp"] = std::to_string(d.created_at * 1000);
+  if (wanted(system, "SenderId")) attrs["SenderId"] = account;
+  if (d.group && wanted(system, "MessageGroupId")) attrs["MessageGroupId"] = *d.group;
+  if (!attrs.empty()) out["Attributes"] = attrs;
+  const auto names = names_of(p, "MessageAttributeNames");
+  std::vector<mq::message_attribute> chosen;
+  for (const auto& a : d.body.attributes) {
+    if (wanted(names, a.name)) chosen.push_back(a);
+  }
+  if (!chosen.empty()) {
+    json m = json::object();
+    for (const auto& a : chosen) {
+      const bool binary = base_type(a.data_type) == "Binary";
+      m[a.name] =
+          binary ? json{{"DataType", a.data_type}, {"BinaryValue", spool::detail::base64_encode(a.value)}}
+                 : json{{"DataType", a.data_type}, {"StringValue", a.value}};
+    }
+    out["MessageAttributes"] = m;
+    out["MD5OfMessageAttributes"] = md5_of_attributes(chosen);
+  }
+  return out;
+}
+
+}  // namespace
+
+json actions::send_message(const call& c) {
+  const auto e = entry_of(c);
+  const auto o = message_of(c.p, e);
+  const auto r = queue_of(c, e)->publish(o.m, o.delay);
+  return sent(r.ids.at(0), o.m);
+}
+
+json actions::send_message_batch(const call& c) {
+  const auto e = entry_of(c);
+  const auto& entries = batch_entries(c.p);
+  json ok = json::array(), bad = json::array();
+  std::map<std::chrono::seconds, std::vector<std::pair<std::string, mq::message>>> by_delay;
+  std::size_t total = 0;
+  for (const auto& entry : entries) {
+    const auto id = entry["Id"].get<std::string>();
+    try {
+      auto o = message_of(entry, e);
+      total += o.m.body->size();
+      by_delay[o.delay].emplace_back(id, std::move(o.m));
+    } catch (const error& err) {
+      bad.push_back(failed(id, err));
+    }
+  }
+  if (total > static_cast<std::size_t>(effective_int(e, "MaximumMessageSize"))) {
+    throw error("BatchRequestTooLong",
+                "The batch's messages together exceed the queue's MaximumMessageSize.");
+  }
+  const auto q = queue_of(c, e);
+  for (const auto& [delay, group] : by_delay) {
+    std::vector<mq::message> batch;
+    for (const auto& [id, m] : group) batch.push_back(m);
+    const auto r = q->publish_batch(batch, delay);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      auto s = sent(r.ids.at(i), group[i].second);
+      s["Id"] = group[i].first;
+      ok.push_back(std::move(s));
+    }
+  }
+  return {{"Successful", ok}, {"Failed", bad}};
+}
+
+json actions::receive_message(const call& c) {
+  const auto e = entry_of(c);
+  const auto max = static_cast<std::size_t>(optional_int(c.p, "MaxNumberOfMessages", 1, 10).value_or(1));
+  const auto wait =
+      optional_int(c.p, "WaitTimeSeconds", 0, 20).value_or(effective_int(e, "ReceiveMessageWaitTimeSeconds"));
+  const auto window = optional_int(c.p, "VisibilityTimeout", 0, 43200);
+  const auto q = queue_of(c, e);
+  std::vector<mq::delivered_message> got;
+  const auto stop = c.s.stop_.get_token();
+  if (stop.stop_requested()) return {{"Messages", json::array()}};
+  try {
+    got = wait > 0 ? q->poll_wait(max, std::chrono::seconds(wait), {std::nullopt, stop}) : q->poll(max);
+  } catch (const spool::error&) {
+    // A stopping server ends long polls empty; a claim cut short reappears after its window.
+    if (stop.stop_requested()) return {{"Messages", json::array()}};
+    throw;
+  }
+  json messages = json::array();
+  for (const auto& d : got) {
+    if (window && *window != effective_int(e, "VisibilityTimeout")) {
+      if (*window == 0) {
+        (void)q->defer(d.receipt);
+        continue;  // visible again at once: not handed out
+      }
+      q->extend_visibility(d.receipt, std::chrono::seconds(*window));
+    }
+    messages.push_back(received(d, c.p, c.account));
+  }
+  return {{"Messages", messages}};
+}
+
+json actions::delete_message(const call& c) {
+  const auto e = entry_of(c);
+  const auto receipt = required_string(c.p, "ReceiptHandle");
+  try {
+    queue_of(c, e)->ack(receipt);
+  } catch (const spool::error& err) {
+    // A stale receipt deletes nothing and succeeds, as in SQS.
+    if (err.code() != errc::not_found) throw receipt_error(err, "ReceiptHandleIsInvalid");
+  }
+  return json::object();
+}
+
+json actions::delete_message_batch(const call& c) {
+  const auto e = entry_of(c);
+  const auto& entries = batch_entries(c.p);
+  const auto q = queue_of(c, e);
+  json ok = json::array(), bad = json::array();
+  for (const auto& entry : entries) {
+    const auto id = entry["Id"].get<std::string>();
+    try {
+      const auto receipt = required_string(entry, "ReceiptHandle");
+      try {
+        q->ack(receipt);
+      } catch (const spool::error& err) {
+        if (err.code() != errc::not_found) throw receipt_error(err, "ReceiptHandleIsInvalid");
+      }
+      ok.push_back({{"Id", id}});
+    } catch (const error& err) {
+      bad.push_back(failed(id, err));
+    }
+  }
+  return {{"Successful", ok}, {"Failed", bad}};
+}
+
+namespace {
+void change_visibility(mq::queue& q, const json& p) {
+  const auto receipt = required_string(p, "ReceiptHandle");
+  const auto window = optional_int(p, "VisibilityTimeout", 0, 43200);
+  if (!window) throw error("MissingParameter", "The request must contain the parameter VisibilityTimeout.");
+  try {
+    if (*window == 0) {
+      if (!q.defer(receipt)) throw error("MessageNotInflight", "The message is not in flight.");
+    } else {
+      q.extend_visibility(receipt, std::chrono::seconds(*window));
+    }
+  } catch (const spool::error& err) {
+    throw receipt_error(err, "MessageNotInflight");
+  }
+}
+}  // namespace
+
+json actions::change_message_visibility(const call& c) {
+  const auto e = entry_of(c);
+  change_visibility(*queue_of(c, e), c.p);
+  return json::object();
+}
+
+json actions::change_message_visibility_batch(const call& c) {
+  const auto e = entry_of(c);
+  const auto& entries = batch_entries(c.p);
+  const auto q = queue_of(c, e);
+  json ok = json::array(), bad = json::array();
+  for (const auto& entry : entries) {
+    const auto id = entry["Id"].get<std::string>();
+    try {
+      change_visibility(*q, entry);
+      ok.push_back({{"Id", id}});
+    } catch (const error& err) {
+      bad.push_back(failed(id, err));
+    }
+  }
+  return {{"Successful", ok}, {"Failed", bad}};
+}
+
+}  // namespace spool::serve::sqs

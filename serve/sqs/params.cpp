@@ -1,0 +1,127 @@
+#include "serve/sqs/params.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace spool::serve::sqs {
+
+namespace {
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.size() <= 18 &&
+         std::all_of(s.begin() + (s[0] == '-' && s.size() > 1 ? 1 : 0), s.end(),
+                     [](unsigned char c) { return std::isdigit(c); });
+}
+}  // namespace
+
+std::string required_string(const nlohmann::json& p, std::string_view name) {
+  const auto key = std::string(name);
+  if (!p.contains(key))
+    throw error("MissingParameter", fmt::format("The request must contain the parameter {}.", name));
+  if (!p[key].is_string()) throw error("InvalidParameterValue", fmt::format("{} must be a string.", name));
+  return p[key].get<std::string>();
+}
+
+std::optional<std::string> optional_string(const nlohmann::json& p, std::string_view name) {
+  const auto key = std::string(name);
+  if (!p.contains(key) || p[key].is_null()) return std::nullopt;
+  if (!p[key].is_string()) throw error("InvalidParameterValue", fmt::format("{} must be a string.", name));
+  return p[key].get<std::string>();
+}
+
+std::optional<std::int64_t> optional_int(const nlohmann::json& p, std::string_view name, std::int64_t lo,
+                                         std::int64_t hi) {
+  const auto key = std::string(name);
+  if (!p.contains(key) || p[key].is_null()) return std::nullopt;
+  std::int64_t v = 0;
+  const auto& j = p[key];
+  if (j.is_number_integer()) {
+    v = j.get<std::int64_t>();
+  } else if (j.is_string() && all_digits(j.get<std::string>())) {
+    v = std::stoll(j.get<std::string>());
+  } else {
+    throw error("InvalidParameterValue", fmt::format("{} must be an integer.", name));
+  }
+  if (v < lo || v > hi) {
+    throw error("InvalidParameterValue",
+                fmt::format("Value {} for parameter {} is invalid. Reason: must be between {} and {}.", v,
+                            name, lo, hi));
+  }
+  return v;
+}
+
+std::int64_t attribute_int(std::string_view name, const std::string& value, std::int64_t lo,
+                           std::int64_t hi) {
+  if (!all_digits(value) || std::stoll(value) < lo || std::stoll(value) > hi) {
+    throw error(
+        "InvalidAttributeValue",
+        fmt::format("Invalid value for the parameter {}: must be an integer from {} to {}.", name, lo, hi));
+  }
+  return std::stoll(value);
+}
+
+bool valid_queue_name(std::string_view name) noexcept {
+  std::string_view base = name;
+  if (base.size() > 5 && base.substr(base.size() - 5) == ".fifo") base.remove_suffix(5);
+  return !name.empty() && name.size() <= 80 && std::all_of(base.begin(), base.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_';
+  });
+}
+
+queue_ref parse_queue_url(std::string_view url) {
+  const auto fail = [&] { return error("QueueDoesNotExist", "The specified queue does not exist."); };
+  const auto scheme = url.find("://");
+  std::string_view path = scheme == std::string_view::npos ? url : url.substr(scheme + 3);
+  if (scheme != std::string_view::npos) {
+    const auto slash = path.find('/');
+    if (slash == std::string_view::npos) throw fail();
+    path.remove_prefix(slash);
+  }
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  const auto last = path.rfind('/');
+  if (last == std::string_view::npos || last == 0) throw fail();
+  const auto before = path.rfind('/', last - 1);
+  if (before == std::string_view::npos) throw fail();
+  queue_ref r{std::string(path.substr(before + 1, last - before - 1)), std::string(path.substr(last + 1))};
+  if (r.account.size() != 12 || !all_digits(r.account) || !valid_queue_name(r.name)) throw fail();
+  return r;
+}
+
+bool valid_message_text(std::string_view text) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    std::uint32_t cp = 0;
+    int n = 0;
+    if (*p < 0x80) {
+      cp = *p;
+      n = 1;
+    } else if ((*p & 0xE0) == 0xC0) {
+      cp = *p & 0x1F;
+      n = 2;
+    } else if ((*p & 0xF0) == 0xE0) {
+      cp = *p & 0x0F;
+      n = 3;
+    } else if ((*p & 0xF8) == 0xF0) {
+      cp = *p & 0x07;
+      n = 4;
+    } else {
+      return false;
+    }
+    if (end - p < n) return false;
+    for (int i = 1; i < n; ++i) {
+      if ((p[i] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    if (overlong) return false;
+    const bool allowed = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
+                         (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
+    if (!allowed) return false;
+    p += n;
+  }
+  return true;
+}
+
+}  // namespace spool::serve::sqs

@@ -1,0 +1,2 @@
+-- Deletes a queue's quarantined rows (when the queue itself is deleted).
+DELETE FROM {{s}}queue_messages_failed WHERE queue_name = $1
