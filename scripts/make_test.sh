@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make_test.sh — what `make test` runs (and so CI, through .ci/run): every stage once, timed.
 #
-#   1. dependencies (scripts/install-deps.sh)
+#   1. dependencies (scripts/install-deps.sh, then the test clients' npm packages: scripts/install-npm.sh)
 #   2. the suites' build: everything (library, CLI, tests, examples, benchmarks) under
 #      AddressSanitizer + UBSan in build-asan (SANITIZE=0: a plain build in build-all)
 #   3. every suite in that tree, once — while the builds the later stages need run in the
@@ -51,6 +51,7 @@ chain() {
 }
 
 stage "dependencies" bash scripts/install-deps.sh
+stage "npm packages (the test clients)" bash scripts/install-npm.sh
 stage "suites build ($([[ $SANITIZE == 1 ]] && echo ASan+UBSan || echo plain), everything)" \
   make --no-print-directory suites-build
 
