@@ -2,6 +2,7 @@
 // queues in sqs/queue_actions.cpp, messages in sqs/message_actions.cpp.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -40,7 +41,18 @@ struct actions {
   static json change_message_visibility(const call& c);
   static json change_message_visibility_batch(const call& c);
 
-  // Helpers both families use.
+  // ---- dead-letter queues (dead_letter_actions.cpp) ----
+  static json list_dead_letter_source_queues(const call& c);
+  static json start_message_move_task(const call& c);
+  static json list_message_move_tasks(const call& c);
+  static json cancel_message_move_task(const call& c);
+
+  // Helpers the families share.
+  // A RedrivePolicy in attributes must name an existing queue of the caller's, of the same type.
+  static void check_redrive_target(const call& c, const std::map<std::string, std::string>& attributes, bool fifo);
+  // Receives that went past the queue's RedrivePolicy move to its dead-letter
+  // queue instead of being handed out: returns whether d was moved.
+  static bool dead_lettered(const call& c, const mq::catalog_entry& e, const mq::delivered_message& d);
   static mq::catalog_entry entry_of(const call& c) { return c.s.entry_of(c.p, c.account); }
   static std::shared_ptr<mq::queue> queue_of(const call& c, const mq::catalog_entry& e) {
     return c.s.queue_of(e);

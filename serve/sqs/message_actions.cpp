@@ -3,14 +3,18 @@
 // by one in Failed; they never fail the whole call.
 #include <fmt/format.h>
 
+#include <mutex>
 #include <set>
 
 #include "common/text/base64.hpp"
+#include "common/uuid.hpp"
 #include "serve/sqs/actions.hpp"
 #include "serve/sqs/attributes.hpp"
+#include "serve/sqs/fifo.hpp"
 #include "serve/sqs/md5.hpp"
 #include "serve/sqs/params.hpp"
 #include "spool/error.hpp"
+#include "spool/tx.hpp"
 
 namespace spool::serve::sqs {
 
@@ -89,6 +93,7 @@ std::vector<mq::message_attribute> attributes_of(const json& p) {
 struct outgoing {
   mq::message m;
   std::chrono::seconds delay{0};
+  std::optional<fifo_send> fifo;  // on a FIFO queue
 };
 
 // A SendMessage's (or one batch entry's) message, validated against the queue.
@@ -112,6 +117,11 @@ outgoing message_of(const json& p, const mq::catalog_entry& e) {
         fmt::format("One or more parameters are invalid. Reason: Message must be shorter than {} bytes.",
                     max));
   }
+  if (is_fifo_name(e.name)) {
+    o.fifo = fifo_send_of(p, e, body);  // a FIFO message takes only the queue's delay
+    o.delay = std::chrono::seconds(effective_int(e, "DelaySeconds"));
+    return o;
+  }
   if (p.contains("MessageGroupId") || p.contains("MessageDeduplicationId")) {
     throw error("InvalidParameterValue",
                 "MessageGroupId and MessageDeduplicationId are for FIFO queues only.");
@@ -124,6 +134,29 @@ outgoing message_of(const json& p, const mq::catalog_entry& e) {
 json sent(const std::string& id, const mq::message& m) {
   json out{{"MessageId", id}, {"MD5OfMessageBody", md5_hex(*m.body)}};
   if (!m.attributes.empty()) out["MD5OfMessageAttributes"] = md5_of_attributes(m.attributes);
+  return out;
+}
+
+// Sends FIFO messages in one transaction, in order: each takes the queue's
+// next sequence number unless its deduplication id was sent within five
+// minutes (then nothing is sent and the first send's id is answered).
+std::vector<json> send_fifo(mq::catalog& catalog, database& db, std::mutex& send_lock, mq::queue& q,
+                            std::vector<outgoing>& batch) {
+  std::vector<json> out;
+  const std::lock_guard ordered(send_lock);
+  spool::tx t(db);
+  for (auto& o : batch) {
+    o.m.id = spool::detail::uuid_v7();
+    const auto ticket = catalog.record_fifo_send(t, o.m.mediation_target, o.fifo->dedup_key, o.m.id, dedup_window);
+    if (!ticket.duplicate) {
+      stamp_fifo(o.m, *o.fifo, ticket.sequence_number);
+      (void)q.publish(t, o.m, o.delay);
+    }
+    auto r = sent(ticket.message_id, o.m);
+    r["SequenceNumber"] = fmt::format("{:020}", ticket.sequence_number);
+    out.push_back(std::move(r));
+  }
+  t.commit();
   return out;
 }
 
@@ -196,6 +229,9 @@ json received(const mq::delivered_message& d, const json& p, const std::string& 
   if (wanted(system, "SentTimestamp")) attrs["SentTimestamp"] = std::to_string(d.created_at * 1000);
   if (wanted(system, "SenderId")) attrs["SenderId"] = account;
   if (d.group && wanted(system, "MessageGroupId")) attrs["MessageGroupId"] = *d.group;
+  const auto stamp = fifo_stamp_of(d.body);
+  if (stamp.dedup_id && wanted(system, "MessageDeduplicationId")) attrs["MessageDeduplicationId"] = *stamp.dedup_id;
+  if (stamp.sequence_number && wanted(system, "SequenceNumber")) attrs["SequenceNumber"] = *stamp.sequence_number;
   if (!attrs.empty()) out["Attributes"] = attrs;
   const auto names = names_of(p, "MessageAttributeNames");
   std::vector<mq::message_attribute> chosen;
@@ -220,7 +256,11 @@ json received(const mq::delivered_message& d, const json& p, const std::string& 
 
 json actions::send_message(const call& c) {
   const auto e = entry_of(c);
-  const auto o = message_of(c.p, e);
+  auto o = message_of(c.p, e);
+  if (o.fifo) {
+    std::vector<outgoing> one{std::move(o)};
+    return send_fifo(c.s.catalog_, c.s.db_, c.s.send_lock(e.name), *queue_of(c, e), one).at(0);
+  }
   const auto r = queue_of(c, e)->publish(o.m, o.delay);
   return sent(r.ids.at(0), o.m);
 }
@@ -230,13 +270,20 @@ json actions::send_message_batch(const call& c) {
   const auto& entries = batch_entries(c.p);
   json ok = json::array(), bad = json::array();
   std::map<std::chrono::seconds, std::vector<std::pair<std::string, mq::message>>> by_delay;
+  std::vector<outgoing> fifo;
+  std::vector<std::string> fifo_ids;
   std::size_t total = 0;
   for (const auto& entry : entries) {
     const auto id = entry["Id"].get<std::string>();
     try {
       auto o = message_of(entry, e);
       total += o.m.body->size();
-      by_delay[o.delay].emplace_back(id, std::move(o.m));
+      if (o.fifo) {
+        fifo_ids.push_back(id);
+        fifo.push_back(std::move(o));
+      } else {
+        by_delay[o.delay].emplace_back(id, std::move(o.m));
+      }
     } catch (const error& err) {
       bad.push_back(failed(id, err));
     }
@@ -246,6 +293,13 @@ json actions::send_message_batch(const call& c) {
                 "The batch's messages together exceed the queue's MaximumMessageSize.");
   }
   const auto q = queue_of(c, e);
+  if (!fifo.empty()) {
+    auto results = send_fifo(c.s.catalog_, c.s.db_, c.s.send_lock(e.name), *q, fifo);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      results[i]["Id"] = fifo_ids[i];
+      ok.push_back(std::move(results[i]));
+    }
+  }
   for (const auto& [delay, group] : by_delay) {
     std::vector<mq::message> batch;
     for (const auto& [id, m] : group) batch.push_back(m);
@@ -266,11 +320,24 @@ json actions::receive_message(const call& c) {
       optional_int(c.p, "WaitTimeSeconds", 0, 20).value_or(effective_int(e, "ReceiveMessageWaitTimeSeconds"));
   const auto window = optional_int(c.p, "VisibilityTimeout", 0, 43200);
   const auto q = queue_of(c, e);
+  c.s.sweep(e);
   std::vector<mq::delivered_message> got;
   const auto stop = c.s.stop_.get_token();
   if (stop.stop_requested()) return {{"Messages", json::array()}};
+  struct waiting_scope {
+    std::atomic<std::int64_t>& n;
+    explicit waiting_scope(std::atomic<std::int64_t>& count) : n(count) { ++n; }
+    ~waiting_scope() { --n; }
+    waiting_scope(const waiting_scope&) = delete;
+    waiting_scope& operator=(const waiting_scope&) = delete;
+  };
   try {
-    got = wait > 0 ? q->poll_wait(max, std::chrono::seconds(wait), {std::nullopt, stop}) : q->poll(max);
+    if (wait > 0) {
+      const waiting_scope counted(c.s.waiting_);
+      got = q->poll_wait(max, std::chrono::seconds(wait), {std::nullopt, stop});
+    } else {
+      got = q->poll(max);
+    }
   } catch (const spool::error&) {
     // A stopping server ends long polls empty; a claim cut short reappears after its window.
     if (stop.stop_requested()) return {{"Messages", json::array()}};
@@ -278,12 +345,13 @@ json actions::receive_message(const call& c) {
   }
   json messages = json::array();
   for (const auto& d : got) {
+    if (dead_lettered(c, e, d)) continue;
     if (window && *window != effective_int(e, "VisibilityTimeout")) {
       if (*window == 0) {
-        (void)q->defer(d.receipt);
-        continue;  // visible again at once: not handed out
+        (void)q->defer(d.receipt);  // handed out and visible again at once
+      } else {
+        q->extend_visibility(d.receipt, std::chrono::seconds(*window));
       }
-      q->extend_visibility(d.receipt, std::chrono::seconds(*window));
     }
     messages.push_back(received(d, c.p, c.account));
   }

@@ -1,5 +1,7 @@
 #include "serve/sqs/params.hpp"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -86,6 +88,21 @@ queue_ref parse_queue_url(std::string_view url) {
   queue_ref r{std::string(path.substr(before + 1, last - before - 1)), std::string(path.substr(last + 1))};
   if (r.account.size() != 12 || !all_digits(r.account) || !valid_queue_name(r.name)) throw fail();
   return r;
+}
+
+std::optional<queue_ref> parse_queue_arn(std::string_view arn) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0;;) {
+    const auto colon = arn.find(':', at);
+    parts.push_back(arn.substr(at, colon == std::string_view::npos ? std::string_view::npos : colon - at));
+    if (colon == std::string_view::npos) break;
+    at = colon + 1;
+  }
+  if (parts.size() != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[4].size() != 12 ||
+      !valid_queue_name(parts[5])) {
+    return std::nullopt;
+  }
+  return queue_ref{std::string(parts[4]), std::string(parts[5])};
 }
 
 bool valid_message_text(std::string_view text) noexcept {

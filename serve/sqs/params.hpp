@@ -33,6 +33,8 @@ struct queue_ref {
 // names). QueueDoesNotExist when it is no URL of a queue.
 [[nodiscard]] queue_ref parse_queue_url(std::string_view url);
 
+// A queue ARN, arn:aws:sqs:REGION:ACCOUNT:NAME (any region); nullopt when malformed.
+[[nodiscard]] std::optional<queue_ref> parse_queue_arn(std::string_view arn);
 // SQS's queue name rule: 1 to 80 of [A-Za-z0-9_-], with ".fifo" at the end of a FIFO queue's.
 [[nodiscard]] bool valid_queue_name(std::string_view name) noexcept;
 

@@ -4,6 +4,7 @@
 
 #include "serve/sqs/actions.hpp"
 #include "serve/sqs/attributes.hpp"
+#include "serve/sqs/fifo.hpp"
 #include "serve/sqs/params.hpp"
 
 namespace spool::serve::sqs {
@@ -43,6 +44,26 @@ void check_tags(const std::map<std::string, std::string>& tags) {
   }
 }
 
+}  // namespace
+
+void actions::check_redrive_target(const call& c, const std::map<std::string, std::string>& attributes, bool fifo) {
+  const auto it = attributes.find("RedrivePolicy");
+  if (it == attributes.end() || it->second.empty()) return;
+  const auto policy = parse_redrive_policy(it->second);
+  const auto target = policy.target_account == c.account ? c.s.catalog_.find(policy.target_name) : std::nullopt;
+  if (!target || target->account != c.account) {
+    throw error("InvalidParameterValue",
+                "Value for parameter RedrivePolicy is invalid. Reason: Dead letter target does not exist.");
+  }
+  if (is_fifo_name(target->name) != fifo) {
+    throw error("InvalidParameterValue",
+                "Value for parameter RedrivePolicy is invalid. Reason: Dead-letter queue must be same type of "
+                "queue as the source.");
+  }
+}
+
+namespace {
+
 std::int64_t seconds_of(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
@@ -56,10 +77,14 @@ json actions::create_queue(const call& c) {
                 "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length");
   }
   auto attributes = string_map(c.p, "Attributes");
-  if (name.size() > 5 && name.substr(name.size() - 5) == ".fifo") {
-    throw error("UnsupportedOperation", "FIFO queues are not served by this spool serve yet");
+  const bool fifo = is_fifo_name(name);
+  if (fifo && attributes.count("FifoQueue") == 0) {
+    throw error("InvalidParameterValue",
+                "The queue should either have FifoQueue attribute set to true or its name must not end with .fifo");
   }
-  check_queue_attributes(attributes);
+  check_queue_attributes(attributes, fifo);
+  check_redrive_target(c, attributes, fifo);
+  if (!fifo) attributes.erase("FifoQueue");
   const auto tags = string_map(c.p, "tags");
   check_tags(tags);
   mq::catalog_entry e{name, c.account, attributes, tags, {}, {}};
@@ -126,11 +151,17 @@ json actions::get_queue_attributes(const call& c) {
   for (const auto& [k, v] : attribute_defaults()) {
     if (wanted(k)) attrs[k] = effective_attribute(e, k);
   }
+  if (is_fifo_name(e.name)) {
+    for (const char* k : {"FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"}) {
+      if (wanted(k)) attrs[k] = effective_attribute(e, k);
+    }
+  }
   for (const auto& [k, v] : e.attributes) {
     if (wanted(k)) attrs[k] = v;
   }
   if (wanted("ApproximateNumberOfMessages") || wanted("ApproximateNumberOfMessagesNotVisible") ||
       wanted("ApproximateNumberOfMessagesDelayed")) {
+    c.s.sweep(e);
     const auto m = queue_of(c, e)->metrics();
     if (wanted("ApproximateNumberOfMessages"))
       attrs["ApproximateNumberOfMessages"] = std::to_string(m.pending);
@@ -153,7 +184,8 @@ json actions::get_queue_attributes(const call& c) {
 json actions::set_queue_attributes(const call& c) {
   const auto e = entry_of(c);
   const auto attributes = string_map(c.p, "Attributes");
-  check_queue_attributes(attributes);
+  check_queue_attributes(attributes, is_fifo_name(e.name));
+  check_redrive_target(c, attributes, is_fifo_name(e.name));
   if (!c.s.catalog_.set_attributes(e.name, attributes)) {
     throw error("QueueDoesNotExist", "The specified queue does not exist.");
   }

@@ -4,6 +4,8 @@
 
 #include "serve/sqs/actions.hpp"
 #include "serve/sqs/attributes.hpp"
+#include "serve/sqs/fifo.hpp"
+#include "serve/sqs/move_tasks.hpp"
 #include "serve/sqs/params.hpp"
 #include "spool/error.hpp"
 
@@ -33,11 +35,15 @@ constexpr route routes[] = {
     {"DeleteMessageBatch", &actions::delete_message_batch},
     {"ChangeMessageVisibility", &actions::change_message_visibility},
     {"ChangeMessageVisibilityBatch", &actions::change_message_visibility_batch},
+    {"ListDeadLetterSourceQueues", &actions::list_dead_letter_source_queues},
+    {"StartMessageMoveTask", &actions::start_message_move_task},
+    {"ListMessageMoveTasks", &actions::list_message_move_tasks},
+    {"CancelMessageMoveTask", &actions::cancel_message_move_task},
 };
 }  // namespace
 
 service::service(database db, service_options options)
-    : db_(db), opts_(std::move(options)), catalog_(std::move(db), opts_.schema) {
+    : db_(db), opts_(std::move(options)), catalog_(std::move(db), opts_.schema), tasks_(std::make_unique<move_tasks>()) {
   try {
     (void)catalog_.list("", "", 1);
   } catch (const spool::error& e) {
@@ -77,6 +83,8 @@ std::shared_ptr<mq::queue> service::queue_of(const mq::catalog_entry& e) {
     const auto vt = effective_int(e, "VisibilityTimeout");
     // mq::queue takes 0 as "the default": a zero window is one second here.
     o.visibility_timeout = std::chrono::seconds(vt == 0 ? 1 : vt);
+    // FIFO: no message of a group is handed out while an earlier one is in flight.
+    o.strict_group_order = is_fifo_name(e.name);
     o.notify = true;  // PostgreSQL: long polls are woken by other processes' sends too (SQLite: in-process)
     // The fallback when no wake-up comes (on SQLite, sends of other processes).
     o.poll_interval = std::chrono::milliseconds(5000);
@@ -89,6 +97,25 @@ std::shared_ptr<mq::queue> service::queue_of(const mq::catalog_entry& e) {
 void service::forget(const std::string& name) {
   std::lock_guard lock(mu_);
   queues_.erase(name);
+}
+
+void service::sweep(const mq::catalog_entry& e) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto& last = swept_[e.name];
+    if (now - last < std::chrono::seconds(1)) return;
+    last = now;
+  }
+  catalog_.expire(e.name, std::chrono::system_clock::now() -
+                              std::chrono::seconds(effective_int(e, "MessageRetentionPeriod")));
+}
+
+std::mutex& service::send_lock(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto& m = send_locks_[name];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
 }
 
 }  // namespace spool::serve::sqs

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/embedded_sql.hpp"
+#include "mq/catalog_sql.hpp"
 #include "common/identifier.hpp"
 #include "common/text/sql_template.hpp"
 #include "spool/error.hpp"
@@ -59,17 +59,10 @@ catalog::catalog(database db, std::string schema) : db_(std::move(db)), schema_(
   if (!schema_.empty()) spool::detail::validate_identifier("schema", schema_);
 }
 
-namespace {
-std::string sql_of(const database& db, const std::string& schema, std::string_view file) {
-  return spool::detail::fill_placeholders(std::string(spool::detail::embedded_sql(fmt::format(
-                                              "{}/mq_catalog/queries/{}.sql", engine_name(db.kind()), file))),
-                                          {{"{{s}}", spool::detail::schema_prefix(schema)}});
-}
-}  // namespace
 
 create_outcome catalog::create(const catalog_entry& entry) {
   const auto rows =
-      db_.exec(sql_of(db_, schema_, "insert"),
+      db_.exec(detail::catalog_sql(db_.kind(), schema_, "insert"),
                {entry.name, entry.account, to_json(entry.attributes), to_json(entry.tags), now_ms()});
   return rows.empty() ? create_outcome::exists : create_outcome::created;
 }
@@ -77,14 +70,14 @@ create_outcome catalog::create(const catalog_entry& entry) {
 std::optional<catalog_entry> catalog::find(std::string_view name) {
   // get.sql locks on PostgreSQL only inside a transaction; alone it is a plain read.
   spool::tx t(db_);
-  const auto rows = t.exec(sql_of(db_, schema_, "get"), {std::string(name)});
+  const auto rows = t.exec(detail::catalog_sql(db_.kind(), schema_, "get"), {std::string(name)});
   t.commit();
   if (rows.empty()) return std::nullopt;
   return entry_of(rows.front());
 }
 
 std::vector<catalog_entry> catalog::list(std::string_view prefix, std::string_view after, std::size_t limit) {
-  const auto rows = db_.exec(sql_of(db_, schema_, "list"),
+  const auto rows = db_.exec(detail::catalog_sql(db_.kind(), schema_, "list"),
                              {std::string(prefix), std::string(after), static_cast<std::int64_t>(limit)});
   std::vector<catalog_entry> out;
   out.reserve(rows.size());
@@ -94,7 +87,7 @@ std::vector<catalog_entry> catalog::list(std::string_view prefix, std::string_vi
 
 bool catalog::set_attributes(std::string_view name, const std::map<std::string, std::string>& attributes) {
   spool::tx t(db_);
-  const auto rows = t.exec(sql_of(db_, schema_, "get"), {std::string(name)});
+  const auto rows = t.exec(detail::catalog_sql(db_.kind(), schema_, "get"), {std::string(name)});
   if (rows.empty()) return false;
   auto e = entry_of(rows.front());
   for (const auto& [k, v] : attributes) {
@@ -104,7 +97,7 @@ bool catalog::set_attributes(std::string_view name, const std::map<std::string, 
       e.attributes[k] = v;
     }
   }
-  t.exec(sql_of(db_, schema_, "update"), {e.name, to_json(e.attributes), to_json(e.tags), now_ms()});
+  t.exec(detail::catalog_sql(db_.kind(), schema_, "update"), {e.name, to_json(e.attributes), to_json(e.tags), now_ms()});
   t.commit();
   return true;
 }
@@ -112,24 +105,24 @@ bool catalog::set_attributes(std::string_view name, const std::map<std::string, 
 bool catalog::tag(std::string_view name, const std::map<std::string, std::string>& tags,
                   const std::vector<std::string>& untag) {
   spool::tx t(db_);
-  const auto rows = t.exec(sql_of(db_, schema_, "get"), {std::string(name)});
+  const auto rows = t.exec(detail::catalog_sql(db_.kind(), schema_, "get"), {std::string(name)});
   if (rows.empty()) return false;
   auto e = entry_of(rows.front());
   for (const auto& [k, v] : tags) e.tags[k] = v;
   for (const auto& k : untag) e.tags.erase(k);
-  t.exec(sql_of(db_, schema_, "update"), {e.name, to_json(e.attributes), to_json(e.tags), now_ms()});
+  t.exec(detail::catalog_sql(db_.kind(), schema_, "update"), {e.name, to_json(e.attributes), to_json(e.tags), now_ms()});
   t.commit();
   return true;
 }
 
-void catalog::purge(std::string_view name) { db_.exec(sql_of(db_, schema_, "purge"), {std::string(name)}); }
+void catalog::purge(std::string_view name) { db_.exec(detail::catalog_sql(db_.kind(), schema_, "purge"), {std::string(name)}); }
 
 bool catalog::remove(std::string_view name) {
   spool::tx t(db_);
-  const auto rows = t.exec(sql_of(db_, schema_, "delete"), {std::string(name)});
+  const auto rows = t.exec(detail::catalog_sql(db_.kind(), schema_, "delete"), {std::string(name)});
   if (rows.empty()) return false;
-  t.exec(sql_of(db_, schema_, "purge"), {std::string(name)});
-  t.exec(sql_of(db_, schema_, "purge_failed"), {std::string(name)});
+  t.exec(detail::catalog_sql(db_.kind(), schema_, "purge"), {std::string(name)});
+  t.exec(detail::catalog_sql(db_.kind(), schema_, "purge_failed"), {std::string(name)});
   t.commit();
   return true;
 }

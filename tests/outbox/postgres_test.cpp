@@ -733,14 +733,14 @@ TEST(outbox_migrate_cli_postgres,
   // Newest first within a component, components in reverse dependency order.
   std::vector<std::string> versions;
   std::set<std::string> components;
-  for (const std::string component : {"outbox", "ops", "mq"}) {
+  for (const std::string component : {"outbox", "ops", "mq_catalog", "mq"}) {
     for (auto it = ledger.rbegin(); it != ledger.rend(); ++it) {
       if (*(*it)[0] == component) versions.push_back(component + "/" + *(*it)[2]);
     }
   }
   for (const auto& r : ledger) components.insert(*r[0]);
   // A new component must be added to the revert order above.
-  ASSERT_EQ(components, (std::set<std::string>{"mq", "ops", "outbox"}));
+  ASSERT_EQ(components, (std::set<std::string>{"mq", "mq_catalog", "ops", "outbox"}));
 
   // Kept on purpose: ops/1 and ops/2 never drop the op-queue table, its
   // indexes or its dedup column, which filex may have created (op-queue.md

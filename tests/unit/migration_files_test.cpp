@@ -90,6 +90,8 @@ TEST(migration_files, released_catalog_migrations_keep_their_checksums_and_name_
   const std::map<std::string, std::string> pinned = {
       {"postgres:mq_catalog/1", "6bcd60b2d04fd67f2c4fbc65b0fe9fa309b64b9aa78e4ea8767acf315d7c371f"},
       {"sqlite:mq_catalog/1", "986f83a5c29dc4e43663734e0714c6955259a1b6887e2fd3adad57f88f1021fe"},
+      {"postgres:mq_catalog/2", "7342784d66d6eb60464576fc8e2a53ad0213859ac58604288ae43722b36c5e3e"},
+      {"sqlite:mq_catalog/2", "548f9f87ef89b997580379db5356259bbe510e26187d970b895458a39ca74389"},
   };
   std::size_t seen = 0;
   for (const auto kind : {engine::postgres, engine::sqlite}) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@
 #include <vector>
 
 #include "spool/database.hpp"
+
+namespace spool {
+class tx;
+}
 
 namespace spool::mq {
 
@@ -27,6 +32,19 @@ struct catalog_entry {
 };
 
 enum class create_outcome { created, exists };
+
+// A send to a FIFO queue as the catalog records it.
+struct fifo_ticket {
+  std::string message_id;         // the message of the dedup id's first send in the window
+  std::int64_t sequence_number = 0;  // increasing per queue, in commit order
+  bool duplicate = false;         // the dedup id was sent within the window: send nothing
+};
+
+// Why a message moves between queues (catalog::move).
+enum class move_kind {
+  dead_letter,  // to a dead-letter queue: the payload records the source queue (member "sqsSourceQueue")
+  redrive,      // back out of one: the record is removed
+};
 
 class catalog {
  public:
@@ -55,6 +73,27 @@ class catalog {
   // Deletes the entry, its messages and its quarantined rows in one
   // transaction. False when there was no entry.
   bool remove(std::string_view name);
+
+  // ---- messages of catalog queues (catalog_messages.cpp) ----
+
+  // Inside tx, before the message is published in it: forgets the queue's
+  // dedup ids older than window, then returns the first send of dedup_id if
+  // it is still remembered (duplicate), else records dedup_id for message_id
+  // with the queue's next sequence number. The queue row's lock orders the
+  // queue's sends. Errors: not_found when the queue has no entry; the
+  // transaction's errors.
+  fifo_ticket record_fifo_send(spool::tx& tx, std::string_view queue, std::string_view dedup_id,
+                               std::string_view message_id, std::chrono::milliseconds window);
+  // Moves message id from one queue to another in one transaction, when
+  // receipt still holds it (empty receipt: in any state); it arrives visible,
+  // unclaimed, with its sent time and group. False when the message was not
+  // there (or no longer held by receipt). An id already on the target queue
+  // is kept, and the source's copy is dropped.
+  bool move(std::string_view from, std::string_view id, std::string_view receipt, std::string_view to,
+            move_kind kind);
+  // Deletes the queue's messages sent before cutoff, in flight too
+  // (MessageRetentionPeriod).
+  void expire(std::string_view queue, std::chrono::system_clock::time_point cutoff);
 
  private:
   database db_;
