@@ -3,72 +3,26 @@
 // engine of SPOOL_SQS_ENGINE (sqlite or postgres). Run: node --test.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
-  SQSClient, CreateQueueCommand, GetQueueUrlCommand, SendMessageCommand, SendMessageBatchCommand,
+  CreateQueueCommand, GetQueueUrlCommand, SendMessageCommand, SendMessageBatchCommand,
   ReceiveMessageCommand, DeleteMessageCommand, DeleteMessageBatchCommand, ChangeMessageVisibilityCommand,
   GetQueueAttributesCommand, ListQueuesCommand, TagQueueCommand, ListQueueTagsCommand, PurgeQueueCommand,
   DeleteQueueCommand,
 } from "@aws-sdk/client-sqs";
+import { startServer, errorOf, cli, key } from "./support.mjs";
 
-const cli = process.env.SPOOL_CLI;
-if (!cli) throw new Error("SPOOL_CLI must name the spool binary (it is set by CTest)");
-const engine = process.env.SPOOL_SQS_ENGINE ?? "sqlite";
-const dir = mkdtempSync(join(tmpdir(), "spool-sqs-js-"));
-let uri, server, endpoint, sqs;
-
-function freshDatabase() {
-  if (engine === "sqlite") return `sqlite:${dir}/sqs.db`;
-  if (engine !== "postgres") throw new Error(`SPOOL_SQS_ENGINE must be sqlite or postgres, not ${engine}`);
-  const admin = readFileSync(join(process.env.SPOOL_TEST_PG_DIR, "uri"), "utf8").trim();
-  const name = "sqs_js_" + randomBytes(6).toString("hex");
-  execFileSync("psql", [admin, "-q", "-c", `CREATE DATABASE ${name}`]);
-  return admin.slice(0, admin.lastIndexOf("/") + 1) + name;
-}
+let s, uri, endpoint, sqs;
 
 before(async () => {
-  uri = freshDatabase();
-  execFileSync(cli, ["--db", uri, "migrate"]);
-  const creds = join(dir, "credentials");
-  writeFileSync(creds, "AKIDJSTEST js/Secret+Key 210987654321\n");
-  server = spawn(cli, ["--db", uri, "serve", "--listen", "127.0.0.1:0", "--credentials", creds],
-                 { stdio: ["ignore", "ignore", "pipe"] });
-  endpoint = await new Promise((resolve, reject) => {
-    let seen = "";
-    server.stderr.on("data", (chunk) => {
-      seen += chunk;
-      const m = seen.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve(m[1]);
-    });
-    server.on("exit", (code) => reject(new Error(`spool serve exited ${code}: ${seen}`)));
-  });
-  sqs = new SQSClient({ endpoint, region: "eu-central-1", maxAttempts: 1,
-                        credentials: { accessKeyId: "AKIDJSTEST", secretAccessKey: "js/Secret+Key" } });
+  s = await startServer();
+  ({ uri, endpoint, sqs } = s);
 });
 
-after(async () => {
-  sqs?.destroy();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((resolve) => server.on("exit", resolve));
-    server.kill("SIGTERM");
-    assert.equal(await exited, 0);
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
+after(async () => { await s?.stop(); });
 
-const md5 = (s) => createHash("md5").update(s).digest("hex");
-async function errorOf(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e.name;
-  }
-  throw new Error("the call succeeded");
-}
+const md5 = (text) => createHash("md5").update(text).digest("hex");
 
 test("a queue is created under the signing key's account and found by name", async () => {
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: "js-orders", Attributes: { VisibilityTimeout: "9" } }));
@@ -139,8 +93,7 @@ test("errors have the AWS names the SDK maps to its exception classes", async ()
 });
 
 test("a request signed with a wrong secret is refused", async () => {
-  const wrong = new SQSClient({ endpoint, region: "eu-central-1", maxAttempts: 1,
-                                credentials: { accessKeyId: "AKIDJSTEST", secretAccessKey: "wrong" } });
+  const wrong = s.client({ accessKeyId: key.accessKeyId, secretAccessKey: "wrong" });
   try {
     assert.equal(await errorOf(wrong.send(new ListQueuesCommand({}))), "SignatureDoesNotMatch");
   } finally {
