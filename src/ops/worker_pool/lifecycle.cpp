@@ -61,6 +61,11 @@ stop_report worker_pool::impl::stop(std::chrono::milliseconds deadline) {
   auto idle = [&] { return claiming == 0 && flights.empty(); };
   // 2. Let running handlers finish until the deadline.
   if (!flights_cv.wait_for(fl, deadline, idle)) {
+    // A claim still in flight could take the op a cancelled handler is about
+    // to release, and release it again as unstarted, over the shutdown
+    // reason. Claims are single statements: let them end first (no new one
+    // starts once stop is requested; bounded by cancel_grace).
+    flights_cv.wait_for(fl, opts.cancel_grace, [&] { return claiming == 0; });
     // 3. Then request cancellation and wait cancel_grace more.
     for (const auto& [id, f] : flights) {
       stop_cause none = stop_cause::none;
