@@ -24,6 +24,8 @@ struct serve_args {
   std::string listen = "127.0.0.1:9324";
   std::string credentials;
   std::string schema;
+  std::string tls_cert;
+  std::string tls_key;
   bool no_auth = false;
 };
 
@@ -40,11 +42,15 @@ void run_serve(cli_context& ctx, const serve_args& a) {
   spool::serve::server_options options;
   options.host = hp.host;
   options.port = hp.port;
+  options.tls_cert = a.tls_cert;
+  options.tls_key = a.tls_key;
+  spool::serve::check_tls_options(options);  // before the database is opened
   if (!a.credentials.empty()) options.credentials = spool::serve::credential_store::load(a.credentials);
   // The SQS actions on the database; fails fast when it is unreachable or not migrated.
   spool::serve::sqs::service sqs(open_database(ctx), {.schema = a.schema});
   const auto actions = [&sqs](const spool::serve::sqs::request& r, const std::string& account,
                               const std::string& base_url) { return sqs.handle(r, account, base_url); };
+  options.long_polls_waiting = [&sqs] { return sqs.long_polls_waiting(); };
   spool::serve::server server(std::move(options), actions);
   if (a.no_auth)
     log().warn("spool serve: --no-auth: every request is served unauthenticated (local development only)");
@@ -66,7 +72,8 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
   auto* serve =
       app.add_subcommand("serve",
                          "Serve the SQS API (AWS JSON 1.0 and the query protocol) over the database, "
-                         "for any AWS SDK pointed at http://HOST:PORT. SIGINT/SIGTERM stop it.");
+                         "for any AWS SDK pointed at http://HOST:PORT (https:// with --tls-cert/--tls-key). "
+                         "SIGINT/SIGTERM stop it.");
   serve->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
   serve->add_option("--credentials", a->credentials,
@@ -74,6 +81,9 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
                     "with one (AWS Signature Version 4, service sqs, any region)");
   serve->add_flag("--no-auth", a->no_auth,
                   "Serve unsigned requests as account 000000000000 (local development)");
+  serve->add_option("--tls-cert", a->tls_cert,
+                    "PEM file of the certificate chain (the server's first): serve HTTPS; needs --tls-key");
+  serve->add_option("--tls-key", a->tls_key, "PEM file of the certificate's private key (unencrypted)");
   serve->add_option("--schema", a->schema,
                     "PostgreSQL schema of the queue tables [default: current_schema()]");
   add_connection_options(*serve, ctx);

@@ -15,7 +15,7 @@ PACKAGES=(
   faketime
   clang libclang-rt-14-dev
   jq
-  python3-boto3 awscli
+  python3-boto3 awscli openssl
 )
 
 missing=()

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -15,15 +18,85 @@
 
 namespace spool::serve {
 
+namespace {
+
+// Upper bounds of spool_serve_request_duration_seconds' buckets: from a quick
+// call on SQLite (1 ms) to the longest long poll (20 s) and beyond.
+constexpr std::array duration_bounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                     0.5,   1.0,    2.5,   5.0,  10.0,  20.0, 30.0};
+constexpr std::array<const char*, duration_bounds.size()> duration_labels{
+    "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
+    "0.5",   "1",      "2.5",   "5",    "10",    "20",   "30"};
+
+struct duration_histogram {
+  std::array<std::uint64_t, duration_bounds.size() + 1> buckets{};  // per bucket, the last one +Inf
+  double sum = 0;
+  std::uint64_t count = 0;
+};
+
+// The oldest error OpenSSL queued on this thread, as text.
+std::string openssl_error() {
+  const auto code = ERR_get_error();
+  if (code == 0) return "unknown error";
+  std::array<char, 256> text{};
+  ERR_error_string_n(code, text.data(), text.size());
+  return text.data();
+}
+
+// An HTTPS server with options' certificate and key, or plain HTTP without.
+std::unique_ptr<httplib::Server> make_http_server(const server_options& o) {
+  check_tls_options(o);
+  if (o.tls_cert.empty()) return std::make_unique<httplib::Server>();
+  std::string failure;
+  // httplib only reports that its SSL_CTX setup failed, so the setup is ours
+  // and keeps the reason; the callback must not throw through httplib.
+  auto https = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
+    ERR_clear_error();
+    SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+    if (SSL_CTX_use_certificate_chain_file(&ctx, o.tls_cert.c_str()) != 1) {
+      failure =
+          fmt::format("cannot load the certificate chain {} (--tls-cert): {}", o.tls_cert, openssl_error());
+    } else if (SSL_CTX_use_PrivateKey_file(&ctx, o.tls_key.c_str(), SSL_FILETYPE_PEM) != 1) {
+      failure = fmt::format("cannot load the private key {} (--tls-key): {}", o.tls_key, openssl_error());
+    } else if (SSL_CTX_check_private_key(&ctx) != 1) {
+      failure = fmt::format("the private key {} does not match the certificate {}: {}", o.tls_key, o.tls_cert,
+                            openssl_error());
+    }
+    return failure.empty();
+  });
+  if (!https->is_valid()) {
+    throw spool::error(
+        errc::invalid_argument,
+        "spool serve: " + (failure.empty() ? "cannot set up TLS: " + openssl_error() : failure),
+        "tls_setup_failed");
+  }
+  return https;
+}
+
+}  // namespace
+
+void check_tls_options(const server_options& options) {
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    throw spool::error(
+        errc::invalid_argument,
+        "spool serve: --tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)",
+        "tls_incomplete");
+  }
+}
+
 struct server::impl {
   server_options opts;
   action_handler handler;
-  httplib::Server http;
+  std::unique_ptr<httplib::Server> http;
   int port = 0;
   std::mutex ids_mu;
   std::mt19937_64 ids{std::random_device{}()};
-  std::mutex counts_mu;
+  std::mutex counts_mu;                                                 // guards counts and durations
   std::map<std::pair<std::string, std::string>, std::uint64_t> counts;  // (action, outcome) → requests
+  std::map<std::string, duration_histogram> durations;                  // action → its requests' times
+
+  const char* scheme() const { return opts.tls_cert.empty() ? "http" : "https"; }
 
   std::string request_id() {
     std::lock_guard lock(ids_mu);
@@ -32,9 +105,18 @@ struct server::impl {
                        0x8000 | ((b >> 48) & 0x3FFF), b & 0xFFFFFFFFFFFF);
   }
 
-  void count(const std::string& action, const std::string& outcome) {
+  // Counts a request and its time. action is empty when it was never decoded;
+  // decode() refuses names that are not SQS actions, so the labels are bounded.
+  void record(const std::string& action, const std::string& outcome, double seconds) {
+    const std::string label = action.empty() ? "unknown" : action;
+    std::size_t bucket = 0;
+    while (bucket < duration_bounds.size() && seconds > duration_bounds[bucket]) ++bucket;
     std::lock_guard lock(counts_mu);
-    ++counts[{action.empty() ? "unknown" : action, outcome}];
+    ++counts[{label, outcome}];
+    auto& h = durations[label];
+    ++h.buckets[bucket];
+    h.sum += seconds;
+    ++h.count;
   }
 
   // The account a request acts for, or the auth failure as an SQS error.
@@ -52,10 +134,12 @@ struct server::impl {
   }
 
   void serve_sqs(const httplib::Request& req, httplib::Response& res) {
+    const auto started = std::chrono::steady_clock::now();
     const auto id = request_id();
     const auto target = req.get_header_value("X-Amz-Target");
     auto wire = target.empty() ? sqs::protocol::query : sqs::protocol::json;
     std::string action;
+    std::string outcome = "ok";
     sqs::reply reply;
     try {
       const auto account = authenticate(req);
@@ -66,23 +150,23 @@ struct server::impl {
       wire = r.wire;
       action = r.action;
       if (!r.params.contains("QueueUrl") && req.path != "/") {
-        r.params["QueueUrl"] = fmt::format("http://{}{}", req.get_header_value("Host"), req.path);
+        r.params["QueueUrl"] = fmt::format("{}://{}{}", scheme(), req.get_header_value("Host"), req.path);
       }
       const auto host = req.get_header_value("Host");
-      const auto base = host.empty() ? url() : "http://" + host;
+      const auto base = host.empty() ? url() : fmt::format("{}://{}", scheme(), host);
       reply = sqs::encode_result(wire, action, handler(r, account, base), id);
-      count(action, "ok");
     } catch (const sqs::error& e) {
       reply = sqs::encode_error(wire, e, id);
-      count(action, e.code());
+      outcome = e.code();
     } catch (const spool::error& e) {
-      const auto code = e.retryable() ? "ServiceUnavailable" : "InternalError";
-      reply = sqs::encode_error(wire, sqs::error(code, e.what()), id);
-      count(action, code);
+      outcome = e.retryable() ? "ServiceUnavailable" : "InternalError";
+      reply = sqs::encode_error(wire, sqs::error(outcome, e.what()), id);
     } catch (const std::exception& e) {
-      reply = sqs::encode_error(wire, sqs::error("InternalError", "the server failed this request"), id);
-      count(action, "InternalError");
+      outcome = "InternalError";
+      reply = sqs::encode_error(wire, sqs::error(outcome, "the server failed this request"), id);
     }
+    record(action, outcome,
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     res.status = reply.status;
     for (const auto& [k, v] : reply.headers) res.set_header(k, v);
     res.set_content(reply.body, reply.content_type);
@@ -90,10 +174,12 @@ struct server::impl {
 
   std::string url() const {
     const bool v6 = opts.host.find(':') != std::string::npos;
-    return fmt::format("http://{}:{}", v6 ? "[" + opts.host + "]" : opts.host, port);
+    return fmt::format("{}://{}:{}", scheme(), v6 ? "[" + opts.host + "]" : opts.host, port);
   }
 
   std::string metrics_text() {
+    // Asked outside counts_mu: the service takes no lock of ours.
+    const std::int64_t waiting = opts.long_polls_waiting ? opts.long_polls_waiting() : 0;
     std::string out =
         "# HELP spool_serve_requests_total SQS requests served, by action and outcome (ok or the error "
         "code).\n"
@@ -103,6 +189,27 @@ struct server::impl {
       out += fmt::format("spool_serve_requests_total{{action=\"{}\",outcome=\"{}\"}} {}\n", key.first,
                          key.second, n);
     }
+    out +=
+        "# HELP spool_serve_request_duration_seconds Time to serve an SQS request, by action (long polls "
+        "included).\n"
+        "# TYPE spool_serve_request_duration_seconds histogram\n";
+    for (const auto& [action, h] : durations) {
+      std::uint64_t below = 0;  // Prometheus buckets are cumulative
+      for (std::size_t i = 0; i < duration_bounds.size(); ++i) {
+        below += h.buckets[i];
+        out += fmt::format("spool_serve_request_duration_seconds_bucket{{action=\"{}\",le=\"{}\"}} {}\n",
+                           action, duration_labels[i], below);
+      }
+      out += fmt::format("spool_serve_request_duration_seconds_bucket{{action=\"{}\",le=\"+Inf\"}} {}\n",
+                         action, h.count);
+      out += fmt::format("spool_serve_request_duration_seconds_sum{{action=\"{}\"}} {:.6f}\n", action, h.sum);
+      out += fmt::format("spool_serve_request_duration_seconds_count{{action=\"{}\"}} {}\n", action, h.count);
+    }
+    out += fmt::format(
+        "# HELP spool_serve_long_polls_waiting ReceiveMessage calls waiting in a long poll now.\n"
+        "# TYPE spool_serve_long_polls_waiting gauge\n"
+        "spool_serve_long_polls_waiting {}\n",
+        waiting);
     return out;
   }
 };
@@ -110,12 +217,16 @@ struct server::impl {
 server::server(server_options options, action_handler handler) : impl_(std::make_unique<impl>()) {
   impl_->opts = std::move(options);
   impl_->handler = std::move(handler);
-  auto& http = impl_->http;
+  impl_->http = make_http_server(impl_->opts);
+  auto& http = *impl_->http;
   const int threads = impl_->opts.threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   http.set_payload_max_length(impl_->opts.max_body_bytes);
   http.set_read_timeout(30, 0);
   http.set_keep_alive_timeout(5);
+  // Answers are small writes: without TCP_NODELAY, Nagle's algorithm waits for
+  // the client's delayed ACK and every call takes 40 ms more.
+  http.set_tcp_nodelay(true);
   http.set_socket_options([](int sock) {
     const int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
@@ -152,10 +263,10 @@ int server::port() const noexcept { return impl_->port; }
 
 std::string server::url() const { return impl_->url(); }
 
-void server::run() { impl_->http.listen_after_bind(); }
+void server::run() { impl_->http->listen_after_bind(); }
 
-bool server::running() const { return impl_->http.is_running(); }
+bool server::running() const { return impl_->http->is_running(); }
 
-void server::stop() { impl_->http.stop(); }
+void server::stop() { impl_->http->stop(); }
 
 }  // namespace spool::serve

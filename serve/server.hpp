@@ -4,6 +4,7 @@
 // auth, then decoded in its protocol and handed to the action handler.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,7 +17,8 @@
 namespace spool::serve {
 
 // Runs one decoded SQS request for the caller's account; base_url is
-// "http://HOST" as the client addressed the server (for queue URLs). Returns
+// "http://HOST" ("https://HOST" under TLS) as the client addressed the
+// server (for queue URLs). Returns
 // the result in the JSON protocol's shape, or throws sqs::error. Called from
 // the server's threads at once: must be thread-safe.
 using action_handler = std::function<nlohmann::json(const sqs::request&, const std::string& account,
@@ -29,13 +31,26 @@ struct server_options {
   std::optional<credential_store> credentials;
   std::size_t max_body_bytes = 2u << 20;
   int threads = 16;
+  // HTTPS when set, both or neither: PEM files of the certificate chain
+  // (the server's first) and of its unencrypted private key.
+  std::string tls_cert;
+  std::string tls_key;
+  // The value of the gauge spool_serve_long_polls_waiting (empty: 0). Called
+  // from request threads at once: must be thread-safe.
+  std::function<std::int64_t()> long_polls_waiting;
 };
+
+// Throws spool::error(invalid_argument) unless options names both or neither
+// of tls_cert and tls_key (a caller may check before it opens a database).
+void check_tls_options(const server_options& options);
 
 // Thread safety: construct, run() and stop() from the owner; stop() may be
 // called from any thread (a signal waiter) while run() blocks in another.
 class server {
  public:
-  // Binds the address. Throws spool::error(unavailable) when it cannot.
+  // Loads the TLS certificate and key, if any, and binds the address. Throws
+  // spool::error: invalid_argument for TLS options that check_tls_options
+  // refuses or files that do not load, unavailable when it cannot bind.
   server(server_options options, action_handler handler);
   ~server();
   server(const server&) = delete;
@@ -43,7 +58,7 @@ class server {
 
   // The bound port (the chosen one when options.port was 0).
   [[nodiscard]] int port() const noexcept;
-  // "http://HOST:PORT"
+  // "http://HOST:PORT", or "https://HOST:PORT" under TLS.
   [[nodiscard]] std::string url() const;
   // Serves until stop(). Requests in flight finish first.
   void run();

@@ -52,6 +52,9 @@ struct actions {
   static void check_redrive_target(const call& c, const std::map<std::string, std::string>& attributes, bool fifo);
   // Receives that went past the queue's RedrivePolicy move to its dead-letter
   // queue instead of being handed out: returns whether d was moved.
+  // d with its first receive time recorded, when the call asks for ApproximateFirstReceiveTimestamp.
+  static mq::delivered_message with_first_receive(const call& c, const mq::catalog_entry& e,
+                                                  const mq::delivered_message& d);
   static bool dead_lettered(const call& c, const mq::catalog_entry& e, const mq::delivered_message& d);
   static mq::catalog_entry entry_of(const call& c) { return c.s.entry_of(c.p, c.account); }
   static std::shared_ptr<mq::queue> queue_of(const call& c, const mq::catalog_entry& e) {

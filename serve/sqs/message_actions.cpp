@@ -1,5 +1,6 @@
-// The message actions: SendMessage(Batch), ReceiveMessage, DeleteMessage(Batch)
-// and ChangeMessageVisibility(Batch), over mq::queue. Batch entries fail one
+// The message actions: SendMessage(Batch), DeleteMessage(Batch) and
+// ChangeMessageVisibility(Batch), over mq::queue (ReceiveMessage:
+// receive_action.cpp). Batch entries fail one
 // by one in Failed; they never fail the whole call.
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "common/uuid.hpp"
 #include "serve/sqs/actions.hpp"
 #include "serve/sqs/attributes.hpp"
+#include "serve/sqs/batch.hpp"
 #include "serve/sqs/fifo.hpp"
 #include "serve/sqs/md5.hpp"
 #include "serve/sqs/params.hpp"
@@ -21,7 +23,6 @@ namespace spool::serve::sqs {
 namespace {
 
 using json = nlohmann::json;
-constexpr std::size_t max_batch = 10;
 
 bool valid_attribute_name(const std::string& n) {
   if (n.empty() || n.size() > 256 || n.front() == '.' || n.back() == '.' ||
@@ -33,8 +34,6 @@ bool valid_attribute_name(const std::string& n) {
     return std::isalnum(ch) || ch == '_' || ch == '-' || ch == '.';
   });
 }
-
-std::string base_type(const std::string& data_type) { return data_type.substr(0, data_type.find('.')); }
 
 std::vector<mq::message_attribute> attributes_of(const json& p) {
   std::vector<mq::message_attribute> out;
@@ -52,7 +51,7 @@ std::vector<mq::message_attribute> attributes_of(const json& p) {
     if (!type)
       throw error("InvalidParameterValue",
                   fmt::format("The message attribute '{}' must contain a DataType.", name));
-    const auto base = base_type(*type);
+    const auto base = attribute_base_type(*type);
     if ((base != "String" && base != "Number" && base != "Binary") || type->size() > 256) {
       throw error("InvalidParameterValue",
                   fmt::format("The type of message attribute '{}' is invalid.", name));
@@ -160,96 +159,12 @@ std::vector<json> send_fifo(mq::catalog& catalog, database& db, std::mutex& send
   return out;
 }
 
-json failed(const std::string& id, const error& e) {
-  return {{"Id", id}, {"SenderFault", e.kind().sender}, {"Code", e.code()}, {"Message", e.what()}};
-}
-
-// The entries of a batch, checked as SQS checks them before any entry runs.
-const json& batch_entries(const json& p) {
-  if (!p.contains("Entries") || !p["Entries"].is_array() || p["Entries"].empty()) {
-    throw error("EmptyBatchRequest", "There should be at least one entry in the request.");
-  }
-  const auto& entries = p["Entries"];
-  if (entries.size() > max_batch) {
-    throw error("TooManyEntriesInBatchRequest",
-                fmt::format("Maximum number of entries per request are {}. You have sent {}.", max_batch,
-                            entries.size()));
-  }
-  std::set<std::string> ids;
-  for (const auto& entry : entries) {
-    const auto id = entry.is_object() ? optional_string(entry, "Id") : std::nullopt;
-    const bool ok = id && !id->empty() && id->size() <= 80 &&
-                    std::all_of(id->begin(), id->end(),
-                                [](unsigned char ch) { return std::isalnum(ch) || ch == '-' || ch == '_'; });
-    if (!ok) throw error("InvalidBatchEntryId", "A batch entry id is 1 to 80 of [A-Za-z0-9_-].");
-    if (!ids.insert(*id).second) throw error("BatchEntryIdsNotDistinct", fmt::format("Id {} repeated.", *id));
-  }
-  return entries;
-}
-
-// An error of the library on a receipt, as SQS names it.
 error receipt_error(const spool::error& e, const char* not_found_code) {
   if (e.code() == errc::invalid_argument)
     return error("ReceiptHandleIsInvalid", "The receipt handle is not valid.");
   if (e.code() == errc::not_found)
     return error(not_found_code, "The message is not in flight (its receipt is stale).");
   throw e;
-}
-
-bool wanted(const std::vector<std::string>& names, const std::string& name) {
-  for (const auto& n : names) {
-    if (n == "All" || n == ".*" || n == name) return true;
-    if (n.size() > 2 && n.substr(n.size() - 2) == ".*" && name.rfind(n.substr(0, n.size() - 1), 0) == 0)
-      return true;
-  }
-  return false;
-}
-
-std::vector<std::string> names_of(const json& p, const char* member) {
-  std::vector<std::string> out;
-  if (p.contains(member) && p[member].is_array()) {
-    for (const auto& v : p[member]) {
-      if (v.is_string()) out.push_back(v.get<std::string>());
-    }
-  }
-  return out;
-}
-
-json received(const mq::delivered_message& d, const json& p, const std::string& account) {
-  const std::string body = d.body.body ? *d.body.body : mq::encode(d.body);  // a legacy row: its wire JSON
-  json out{{"MessageId", d.broker_message_id},
-           {"ReceiptHandle", d.receipt},
-           {"MD5OfBody", md5_hex(body)},
-           {"Body", body}};
-  auto system = names_of(p, "AttributeNames");
-  for (auto& n : names_of(p, "MessageSystemAttributeNames")) system.push_back(std::move(n));
-  json attrs = json::object();
-  if (wanted(system, "ApproximateReceiveCount"))
-    attrs["ApproximateReceiveCount"] = std::to_string(d.receive_count.value_or(1));
-  if (wanted(system, "SentTimestamp")) attrs["SentTimestamp"] = std::to_string(d.created_at * 1000);
-  if (wanted(system, "SenderId")) attrs["SenderId"] = account;
-  if (d.group && wanted(system, "MessageGroupId")) attrs["MessageGroupId"] = *d.group;
-  const auto stamp = fifo_stamp_of(d.body);
-  if (stamp.dedup_id && wanted(system, "MessageDeduplicationId")) attrs["MessageDeduplicationId"] = *stamp.dedup_id;
-  if (stamp.sequence_number && wanted(system, "SequenceNumber")) attrs["SequenceNumber"] = *stamp.sequence_number;
-  if (!attrs.empty()) out["Attributes"] = attrs;
-  const auto names = names_of(p, "MessageAttributeNames");
-  std::vector<mq::message_attribute> chosen;
-  for (const auto& a : d.body.attributes) {
-    if (wanted(names, a.name)) chosen.push_back(a);
-  }
-  if (!chosen.empty()) {
-    json m = json::object();
-    for (const auto& a : chosen) {
-      const bool binary = base_type(a.data_type) == "Binary";
-      m[a.name] =
-          binary ? json{{"DataType", a.data_type}, {"BinaryValue", spool::detail::base64_encode(a.value)}}
-                 : json{{"DataType", a.data_type}, {"StringValue", a.value}};
-    }
-    out["MessageAttributes"] = m;
-    out["MD5OfMessageAttributes"] = md5_of_attributes(chosen);
-  }
-  return out;
 }
 
 }  // namespace
@@ -311,51 +226,6 @@ json actions::send_message_batch(const call& c) {
     }
   }
   return {{"Successful", ok}, {"Failed", bad}};
-}
-
-json actions::receive_message(const call& c) {
-  const auto e = entry_of(c);
-  const auto max = static_cast<std::size_t>(optional_int(c.p, "MaxNumberOfMessages", 1, 10).value_or(1));
-  const auto wait =
-      optional_int(c.p, "WaitTimeSeconds", 0, 20).value_or(effective_int(e, "ReceiveMessageWaitTimeSeconds"));
-  const auto window = optional_int(c.p, "VisibilityTimeout", 0, 43200);
-  const auto q = queue_of(c, e);
-  c.s.sweep(e);
-  std::vector<mq::delivered_message> got;
-  const auto stop = c.s.stop_.get_token();
-  if (stop.stop_requested()) return {{"Messages", json::array()}};
-  struct waiting_scope {
-    std::atomic<std::int64_t>& n;
-    explicit waiting_scope(std::atomic<std::int64_t>& count) : n(count) { ++n; }
-    ~waiting_scope() { --n; }
-    waiting_scope(const waiting_scope&) = delete;
-    waiting_scope& operator=(const waiting_scope&) = delete;
-  };
-  try {
-    if (wait > 0) {
-      const waiting_scope counted(c.s.waiting_);
-      got = q->poll_wait(max, std::chrono::seconds(wait), {std::nullopt, stop});
-    } else {
-      got = q->poll(max);
-    }
-  } catch (const spool::error&) {
-    // A stopping server ends long polls empty; a claim cut short reappears after its window.
-    if (stop.stop_requested()) return {{"Messages", json::array()}};
-    throw;
-  }
-  json messages = json::array();
-  for (const auto& d : got) {
-    if (dead_lettered(c, e, d)) continue;
-    if (window && *window != effective_int(e, "VisibilityTimeout")) {
-      if (*window == 0) {
-        (void)q->defer(d.receipt);  // handed out and visible again at once
-      } else {
-        q->extend_visibility(d.receipt, std::chrono::seconds(*window));
-      }
-    }
-    messages.push_back(received(d, c.p, c.account));
-  }
-  return {{"Messages", messages}};
 }
 
 json actions::delete_message(const call& c) {

@@ -35,6 +35,10 @@ struct queue_ref {
 
 // A queue ARN, arn:aws:sqs:REGION:ACCOUNT:NAME (any region); nullopt when malformed.
 [[nodiscard]] std::optional<queue_ref> parse_queue_arn(std::string_view arn);
+// A message attribute's data type without its custom suffix ("Number.int" → "Number").
+[[nodiscard]] inline std::string attribute_base_type(const std::string& data_type) {
+  return data_type.substr(0, data_type.find('.'));
+}
 // SQS's queue name rule: 1 to 80 of [A-Za-z0-9_-], with ".fifo" at the end of a FIFO queue's.
 [[nodiscard]] bool valid_queue_name(std::string_view name) noexcept;
 

@@ -68,6 +68,14 @@ bool catalog::move(std::string_view from, std::string_view id, std::string_view 
   return true;
 }
 
+bool catalog::rewrite(std::string_view queue, std::string_view id, std::string_view receipt, const message& m) {
+  spool::tx t(db_);
+  const auto sql = detail::catalog_sql(t.kind(), schema_, "stamp") + " RETURNING id";
+  const auto rows = t.exec(sql, {std::string(queue), std::string(id), std::string(receipt), encode(m)});
+  t.commit();
+  return !rows.empty();
+}
+
 void catalog::expire(std::string_view queue, std::chrono::system_clock::time_point cutoff) {
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(cutoff.time_since_epoch()).count();
   db_.exec(detail::catalog_sql(db_.kind(), schema_, "expire"), {std::string(queue), seconds});

@@ -140,6 +140,23 @@ class Served(unittest.TestCase):
         b = self.sqs.send_message(QueueUrl=url, MessageBody="b", MessageGroupId="b", MessageDeduplicationId="d")
         self.assertNotEqual(a["MessageId"], b["MessageId"])
 
+    # ---- system attributes ----
+    def test_the_first_receive_time_is_reported_and_kept_by_later_receives(self):
+        url = self.sqs.create_queue(QueueName="q-first-receive")["QueueUrl"]
+        self.sqs.send_message(QueueUrl=url, MessageBody="m")
+        before = int(time.time() * 1000)
+        first = self.sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"][0]
+        after = int(time.time() * 1000)
+        at = int(first["Attributes"]["ApproximateFirstReceiveTimestamp"])
+        self.assertTrue(before - 1000 <= at <= after + 1000, (before, at, after))
+        self.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+        time.sleep(0.05)
+        again = self.sqs.receive_message(QueueUrl=url, AttributeNames=["ApproximateFirstReceiveTimestamp",
+                                                                       "ApproximateReceiveCount"])["Messages"][0]
+        self.assertEqual(again["Attributes"]["ApproximateFirstReceiveTimestamp"], str(at))
+        self.assertEqual(again["Attributes"]["ApproximateReceiveCount"], "2")
+        self.assertEqual(again["Body"], "m")
+
     # ---- dead-letter queues ----
     def test_a_message_received_more_than_max_receive_count_moves_to_the_dead_letter_queue(self):
         dlq = self.sqs.create_queue(QueueName="q-dlq")["QueueUrl"]

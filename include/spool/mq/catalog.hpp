@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "spool/database.hpp"
+#include "spool/mq/message.hpp"
 
 namespace spool {
 class tx;
@@ -91,6 +92,11 @@ class catalog {
   // is kept, and the source's copy is dropped.
   bool move(std::string_view from, std::string_view id, std::string_view receipt, std::string_view to,
             move_kind kind);
+  // Replaces a claimed message's payload with the encoding of m while
+  // receipt still holds it (the SQS API records a first receive this way).
+  // False when the receipt no longer holds it. Errors: invalid_argument (m
+  // does not encode), the database's.
+  bool rewrite(std::string_view queue, std::string_view id, std::string_view receipt, const message& m);
   // Deletes the queue's messages sent before cutoff, in flight too
   // (MessageRetentionPeriod).
   void expire(std::string_view queue, std::chrono::system_clock::time_point cutoff);
