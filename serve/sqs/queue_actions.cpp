@@ -222,12 +222,14 @@ json actions::tag_queue(const call& c) {
   for (const auto& [k, v] : string_map(c.p, "Tags")) tags[k] = v;
   check_tags(tags);
   (void)c.s.catalog_.tag(e.name, string_map(c.p, "Tags"));
+  c.s.forget(e.name);
   return json::object();
 }
 
 json actions::untag_queue(const call& c) {
   const auto e = entry_of(c);
   (void)c.s.catalog_.tag(e.name, {}, string_list(c.p, "TagKeys"));
+  c.s.forget(e.name);
   return json::object();
 }
 

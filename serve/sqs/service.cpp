@@ -68,8 +68,22 @@ nlohmann::json service::handle(const request& r, const std::string& account, con
 
 mq::catalog_entry service::entry_of(const nlohmann::json& params, const std::string& account) {
   const auto ref = parse_queue_url(required_string(params, "QueueUrl"));
-  auto e = ref.account == account ? catalog_.find(ref.name) : std::nullopt;
+  if (ref.account != account) throw error("QueueDoesNotExist", "The specified queue does not exist.");
+  // Entries are read again after a second, so changes by another server
+  // process show within it; this process's own changes drop the copy at once.
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(ref.name);
+    if (it != entries_.end() && now - it->second.first < std::chrono::seconds(1)) {
+      if (it->second.second.account != account) throw error("QueueDoesNotExist", "The specified queue does not exist.");
+      return it->second.second;
+    }
+  }
+  auto e = catalog_.find(ref.name);
   if (!e || e->account != account) throw error("QueueDoesNotExist", "The specified queue does not exist.");
+  std::lock_guard lock(mu_);
+  entries_[ref.name] = {now, *e};
   return *e;
 }
 
@@ -97,6 +111,7 @@ std::shared_ptr<mq::queue> service::queue_of(const mq::catalog_entry& e) {
 void service::forget(const std::string& name) {
   std::lock_guard lock(mu_);
   queues_.erase(name);
+  entries_.erase(name);
 }
 
 void service::sweep(const mq::catalog_entry& e) {

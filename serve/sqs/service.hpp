@@ -49,9 +49,11 @@ class service {
 
  private:
   friend struct actions;
-  // The queue of a QueueUrl the caller owns; QueueDoesNotExist otherwise.
+  // The queue of a QueueUrl the caller owns (read at most a second ago);
+  // QueueDoesNotExist otherwise.
   mq::catalog_entry entry_of(const nlohmann::json& params, const std::string& account);
   // The message handle of a queue, made once per attribute version.
+  // forget() drops both after this process changed or deleted the queue.
   std::shared_ptr<mq::queue> queue_of(const mq::catalog_entry& e);
   void forget(const std::string& name);
   // Deletes the queue's messages older than its MessageRetentionPeriod, at
@@ -71,6 +73,7 @@ class service {
   std::map<std::string, std::pair<std::chrono::system_clock::time_point, std::shared_ptr<mq::queue>>> queues_;
   std::map<std::string, std::chrono::steady_clock::time_point> purged_;  // under mu_
   std::map<std::string, std::chrono::steady_clock::time_point> swept_;   // under mu_
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, mq::catalog_entry>> entries_;  // under mu_
   std::map<std::string, std::unique_ptr<std::mutex>> send_locks_;       // under mu_
   std::unique_ptr<move_tasks> tasks_;
 };

@@ -68,10 +68,8 @@ create_outcome catalog::create(const catalog_entry& entry) {
 }
 
 std::optional<catalog_entry> catalog::find(std::string_view name) {
-  // get.sql locks on PostgreSQL only inside a transaction; alone it is a plain read.
-  spool::tx t(db_);
-  const auto rows = t.exec(detail::catalog_sql(db_.kind(), schema_, "get"), {std::string(name)});
-  t.commit();
+  // A plain read: no row lock (PostgreSQL) and no write lock (SQLite's BEGIN IMMEDIATE).
+  const auto rows = db_.exec(detail::catalog_sql(db_.kind(), schema_, "find"), {std::string(name)});
   if (rows.empty()) return std::nullopt;
   return entry_of(rows.front());
 }
