@@ -255,6 +255,46 @@ class SqsApi(unittest.TestCase):
         self.assertEqual(json.loads(text)["__type"], "com.amazonaws.sqs#SerializationException")
         status, _ = raw("Action=ListQueues&" + "x" * (3 << 20), form)
         self.assertEqual(status, 413)
+        # A header of 64 KiB is refused before any action runs, and the server serves on.
+        status, _ = raw("Action=ListQueues", {**form, "X-Huge": "h" * (64 << 10)})
+        self.assertEqual(status, 400)
+        self.assertEqual(self.sqs.list_queues()["ResponseMetadata"]["HTTPStatusCode"], 200)
+
+
+class Shutdown(unittest.TestCase):
+    def test_sigterm_ends_a_waiting_long_poll_empty_and_exits_cleanly(self):
+        d = s.temp_dir()
+        try:
+            server = s.Server(s.fresh_database(d.name), "--no-auth")
+            sqs = s.client(server.url, read_timeout=60)
+            url = sqs.create_queue(QueueName="q-stop")["QueueUrl"]
+            got = {}
+
+            def poll():
+                try:
+                    got["r"] = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20)
+                except Exception as e:  # recorded, so the assertion below names it
+                    got["e"] = e
+
+            t = threading.Thread(target=poll)
+            t.start()
+            for _ in range(200):  # until the poll waits (10 s at most)
+                with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
+                    if "spool_serve_long_polls_waiting 1" in r.read().decode():
+                        break
+                time.sleep(0.05)
+            else:
+                self.fail("the long poll never showed as waiting")
+            started = time.monotonic()
+            self.assertEqual(server.stop(), 0)
+            t.join(timeout=30)
+            self.assertFalse(t.is_alive())
+            self.assertNotIn("e", got)
+            self.assertEqual(got["r"].get("Messages", []), [])
+            # Ended by the stop, not by its 20 s.
+            self.assertLess(time.monotonic() - started, 19)
+        finally:
+            d.cleanup()
 
 
 if __name__ == "__main__":
