@@ -5,37 +5,19 @@ import hashlib
 import time
 import unittest
 
-from botocore.exceptions import ClientError
-
 import sqs_support as s
+from sqs_support import code_of
 
 
-def code_of(call, *args, **kwargs):
-    try:
-        call(*args, **kwargs)
-    except ClientError as e:
-        return e.response["Error"]["Code"]
-    raise AssertionError("the call succeeded")
-
-
-class Served(unittest.TestCase):
+class Served(s.ServedTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = s.temp_dir()
-        cls.uri = s.fresh_database(cls.dir.name)
-        cls.server = s.Server(cls.uri, "--no-auth")
-        cls.sqs = s.client(cls.server.url)
+        super().setUpClass()
         # Retention is at least 60 s: this queue's message is sent first and checked last.
         cls.retention_url = cls.sqs.create_queue(QueueName="q-retention",
                                                  Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
         cls.sqs.send_message(QueueUrl=cls.retention_url, MessageBody="short-lived")
         cls.retention_sent = time.monotonic()
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        cls.dir.cleanup()
-        assert code == 0, f"spool serve exited {code} on SIGTERM"
 
     def fifo(self, name, **attributes):
         attrs = {"FifoQueue": "true", **{k: str(v) for k, v in attributes.items()}}

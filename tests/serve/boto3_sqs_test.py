@@ -9,33 +9,11 @@ import time
 import unittest
 import urllib.request
 
-from botocore.exceptions import ClientError
-
 import sqs_support as s
+from sqs_support import code_of
 
 
-def code_of(call, *args, **kwargs):
-    try:
-        call(*args, **kwargs)
-    except ClientError as e:
-        return e.response["Error"]["Code"]
-    raise AssertionError("the call succeeded")
-
-
-class SqsApi(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = s.temp_dir()
-        cls.uri = s.fresh_database(cls.dir.name)
-        cls.server = s.Server(cls.uri, "--no-auth")
-        cls.sqs = s.client(cls.server.url)
-
-    @classmethod
-    def tearDownClass(cls):
-        code = cls.server.stop()
-        cls.dir.cleanup()
-        assert code == 0, f"spool serve exited {code} on SIGTERM"
-
+class SqsApi(s.ServedTestCase):
     def queue(self, name, **attributes):
         return self.sqs.create_queue(QueueName=name, Attributes={k: str(v) for k, v in attributes.items()})["QueueUrl"]
 

@@ -9,8 +9,11 @@ import subprocess
 import tempfile
 import uuid
 
+import unittest
+
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 
 def spool_cli():
@@ -88,3 +91,29 @@ def md5_of_attributes(attributes):
 
 def temp_dir():
     return tempfile.TemporaryDirectory(prefix="spool-sqs-")
+
+
+def code_of(call, *args, **kwargs):
+    """The AWS error code of a call that must fail."""
+    try:
+        call(*args, **kwargs)
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+    raise AssertionError("the call succeeded")
+
+
+class ServedTestCase(unittest.TestCase):
+    """One `spool serve --no-auth` on a fresh database for the whole class, as cls.server and cls.sqs."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = temp_dir()
+        cls.uri = fresh_database(cls.dir.name)
+        cls.server = Server(cls.uri, "--no-auth")
+        cls.sqs = client(cls.server.url)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.dir.cleanup()
+        assert code == 0, f"spool serve exited {code} on SIGTERM"
