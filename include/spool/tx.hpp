@@ -21,9 +21,11 @@ class tx_state;
 
 class tx {
  public:
-  // Takes a connection from db's pool and begins: BEGIN on PostgreSQL, BEGIN
-  // IMMEDIATE on SQLite (the write lock, so the transaction cannot fail later
-  // on a lock upgrade). Errors: unavailable (pool exhausted, busy, down).
+  // Takes a connection from db's pool and begins: BEGIN on PostgreSQL (READ
+  // COMMITTED, whatever the database's default: Spool's connections set it;
+  // make SET TRANSACTION ISOLATION LEVEL the first statement for another),
+  // BEGIN IMMEDIATE on SQLite (the write lock, so the transaction cannot fail
+  // later on a lock upgrade). Errors: unavailable (pool exhausted, busy, down).
   explicit tx(database& db);
   tx(tx&&) noexcept;
   tx& operator=(tx&&) noexcept;

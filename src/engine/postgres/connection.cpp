@@ -35,6 +35,21 @@ connection::connection(const std::string& conninfo, const std::string& display, 
   // them off the application's stderr.
   PQsetNoticeProcessor(
       conn_, [](void*, const char*) {}, nullptr);
+  // The mq and ops claims are single statements that rely on READ COMMITTED
+  // (each sees the rows committed before it, and SKIP LOCKED skips the rest);
+  // under a database default of REPEATABLE READ or SERIALIZABLE they would
+  // fail with serialization errors under concurrency. Set here, not in the
+  // options above, because a URI's own `options` replaces those.
+  PGresult* set = PQexec(conn_, "SET default_transaction_isolation = 'read committed'");
+  const bool ok = set != nullptr && PQresultStatus(set) == PGRES_COMMAND_OK;
+  std::string msg = ok ? "" : PQerrorMessage(conn_);
+  PQclear(set);
+  if (!ok) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw error(errc::unavailable, fmt::format("cannot set up the connection to {}: {}", display_, msg),
+                "connect_failed");
+  }
 }
 
 connection::connection(PGconn* borrowed) : conn_(borrowed), owned_(false), display_("adopted connection") {}
