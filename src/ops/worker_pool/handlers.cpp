@@ -56,6 +56,15 @@ void worker_pool::impl::ack_together(const std::vector<std::shared_ptr<flight>>&
   for (const auto& f : done) leases.push_back({f->claimed.id, std::string(token(f->claimed))});
   std::vector<lease> refused;
   bool recorded = false;
+  // Every op of the batch is being recorded (record() holds the first's lock itself).
+  std::vector<std::unique_lock<std::mutex>> recording;
+  for (std::size_t i = 1; i < done.size(); ++i) recording.emplace_back(done[i]->outcome_mutex);
+  struct mark_done {
+    const std::vector<std::shared_ptr<flight>>& all;
+    ~mark_done() {
+      for (std::size_t i = 1; i < all.size(); ++i) all[i]->outcome_done = true;
+    }
+  } marked{done};
   record(*done.front(), "ack (batch)", [&](const call_options& c) {
     refused = q.ack_batch(leases, c);
     recorded = true;

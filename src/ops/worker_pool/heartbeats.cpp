@@ -33,6 +33,9 @@ std::chrono::milliseconds worker_pool::impl::heartbeat_round() {
           std::any_of(gone.begin(), gone.end(), [&](const lease& l) { return l.id == f->claimed.id; });
       if (lost && finished(*f)) continue;  // its outcome was recorded after we looked: not a loss
       if (lost) {
+        // The refusal may be the outcome committing meanwhile: wait for a recording under way.
+        const std::lock_guard recorded(f->outcome_mutex);
+        if (f->outcome_done) continue;
         lose(*f, "its heartbeat was refused");
       } else {
         f->last_heartbeat = now;

@@ -32,6 +32,10 @@ struct flight {
   std::stop_source stop;
   std::atomic<stop_cause> cause{stop_cause::none};
   std::chrono::steady_clock::time_point last_heartbeat;  // last success (or the claim)
+  // Held while the outcome is recorded; outcome_done once it was. A heartbeat
+  // refused because the outcome just committed is then no lease loss.
+  std::mutex outcome_mutex;
+  bool outcome_done = false;  // under outcome_mutex
 };
 
 struct registration {

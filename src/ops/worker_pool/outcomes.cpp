@@ -25,6 +25,11 @@ std::string worker_pool::impl::message(std::string_view text) const {
 void worker_pool::impl::record(flight& f, std::string_view what,
                                const std::function<void(const call_options&)>& call) {
   const op& o = f.claimed;
+  const std::lock_guard recording(f.outcome_mutex);
+  struct mark_done {
+    flight& f;
+    ~mark_done() { f.outcome_done = true; }
+  } done{f};
   const auto deadline = std::chrono::steady_clock::now() + opts.outcome_deadline;
   db_backoff backoff(std::min<std::chrono::milliseconds>(opts.poll_interval, 100ms), opts.outcome_deadline);
   for (;;) {
