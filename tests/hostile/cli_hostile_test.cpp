@@ -364,6 +364,15 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_EQ(q.get(id).status, ops::op_status::running) << worker.err();
+  // "running" is stamped at the claim, before the command is spawned: wait
+  // for the command itself, so that the worker is live when the lease is
+  // judged and is never killed before its command exists.
+  const auto until_pgid = std::chrono::steady_clock::now() + 60s;
+  while (read_file(pgid_file).empty() && std::chrono::steady_clock::now() < until_pgid) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const auto pgid = read_file(pgid_file);
+  ASSERT_FALSE(pgid.empty()) << "the command never started: " << worker.err();
   const auto rescued = q.rescue_expired(60s);
   if (is_pg()) {
     // heartbeat_at is the server's now(): a fresh lease is never taken.
@@ -378,12 +387,6 @@ TEST_P(hostile_cli, a_live_worker_two_hours_behind_keeps_its_lease_on_postgresql
     EXPECT_EQ(q.get(id).status, ops::op_status::pending);
   }
   worker.kill_group(SIGKILL);
-  const auto until_pgid = std::chrono::steady_clock::now() + 30s;
-  while (read_file(pgid_file).empty() && std::chrono::steady_clock::now() < until_pgid) {
-    std::this_thread::sleep_for(20ms);
-  }
-  const auto pgid = read_file(pgid_file);
-  ASSERT_FALSE(pgid.empty()) << "the command never started";
   // The command runs in a process group of its own and outlives the killed
   // worker (re-parented to this process, the subreaper): kill and reap until
   // the group is empty.
