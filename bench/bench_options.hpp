@@ -58,6 +58,11 @@ inline void add_options(CLI::App& app, options& o, cli_flags& f, bool with_capab
   app.add_option("--w4-seconds", o.w4_seconds, "W4: publishing time")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--w4-warmup", o.w4_warmup,
+                 "W4: seconds of publishing at the rate before the measured time, not measured "
+                 "(the runtimes' first calls prepare their statements on each connection)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 600.0));
   app.add_option("--max-seconds", o.max_seconds, "a W1, W2 or W3 phase stops after this long")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));

@@ -51,6 +51,7 @@ struct options {
   double w4_rate = 500;  // messages per second
   int w4_consumers = 4;
   double w4_seconds = 10;  // publishing time
+  double w4_warmup = 1;    // publishing time before it, not measured (connects, first plans)
   // A timed phase (W1, W2, one W3 drain) stops after this long and reports
   // what it did; "complete" in its line says whether it finished.
   double max_seconds = 10;

@@ -53,6 +53,12 @@ void database_impl::clear_idle() {
   if (sqlite_pool_) sqlite_pool_->clear_idle();
 }
 
+std::size_t database_impl::prefill(std::size_t n) noexcept {
+  if (pg_pool_) return pg_pool_->prefill(n);
+  if (sqlite_pool_) return sqlite_pool_->prefill(n);
+  return 0;
+}
+
 std::unique_ptr<pg::detail::connection> database_impl::pg_connect(int connect_timeout_s) const {
   return std::make_unique<pg::detail::connection>(target_, display_, connect_timeout_s);
 }

@@ -66,6 +66,9 @@ class database_impl {
   // Closes the idle connections of this engine's pool (a queue that owns the
   // handle, on stop); leased ones close when returned.
   void clear_idle();
+  // Opens pooled connections ahead of use until the pool holds min(n, pool
+  // size); best effort, never throws (pool::prefill). Returns the count held.
+  std::size_t prefill(std::size_t n) noexcept;
   // A fresh PostgreSQL connection outside the pool (health checks, LISTEN, migrations).
   std::unique_ptr<pg::detail::connection> pg_connect(int connect_timeout_s) const;
 

@@ -5,6 +5,7 @@
 // Thread safety: every member is safe to call from any thread.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <stop_token>
 #include <cstddef>
@@ -80,6 +81,32 @@ class pool {
       --in_use_;
       cv_.notify_one();
       throw;
+    }
+  }
+
+  // Opens idle connections until the pool holds min(n, size()) (idle and
+  // leased), one at a time, so that a runtime starting does not pay a
+  // connect on each of its first calls. Best effort: stops at the first
+  // connect that fails (the next acquire tries again) and never throws.
+  // Returns the connections the pool holds.
+  std::size_t prefill(std::size_t n) noexcept {
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (in_use_ + idle_.size() >= std::min(n, size_)) return in_use_ + idle_.size();
+        ++in_use_;  // reserve the slot while connecting
+      }
+      std::unique_ptr<Conn> conn;
+      try {
+        conn = make_();
+      } catch (...) {
+        conn.reset();
+      }
+      std::lock_guard lock(mutex_);
+      --in_use_;
+      cv_.notify_one();
+      if (!conn) return in_use_ + idle_.size();
+      idle_.push_back(std::move(conn));
     }
   }
 

@@ -404,6 +404,11 @@ bool queue::healthy() {
 const std::string& queue::identifier() const noexcept { return impl_->opts.name; }
 std::chrono::seconds queue::visibility_timeout() const noexcept { return impl_->visibility; }
 
+std::size_t queue::warm(std::size_t connections) noexcept {
+  if (!impl_ || impl_->is_stopped()) return 0;
+  return impl_->db.impl().prefill(connections);
+}
+
 void queue::stop() {
   if (!impl_) return;
   (void)impl_->gate.close();

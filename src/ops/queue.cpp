@@ -125,6 +125,11 @@ void queue::close() {
   if (impl_) impl_->close();
 }
 bool queue::closed() const { return !impl_ || impl_->is_closed(); }
+std::size_t queue::warm(std::size_t connections) noexcept {
+  if (!impl_ || impl_->is_closed()) return 0;
+  if (impl_->adopted_pool) return impl_->adopted_pool->prefill(connections);
+  return impl_->db ? impl_->db->impl().prefill(connections) : 0;
+}
 const std::string& queue::owner() const noexcept { return impl_->owner; }
 engine queue::kind() const noexcept { return impl_->kind; }
 const std::string& queue::schema() const noexcept { return impl_->config.schema; }

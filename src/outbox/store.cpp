@@ -88,6 +88,10 @@ std::shared_ptr<void> store::subscribe_changes(std::function<void(bool)> fn) {
   return backend_->subscribe_changes(options_.config.notify_channel, std::move(fn));
 }
 
+std::size_t store::warm(std::size_t connections) noexcept {
+  return state_->db ? state_->db->impl().prefill(connections) : 0;
+}
+
 std::uint64_t store::observer_failures() const noexcept { return state_->observer_failures.load(); }
 
 void store::emit(event e) const {

@@ -281,6 +281,13 @@ class queue {
   void close();
   [[nodiscard]] bool closed() const;
 
+  // Opens up to `connections` pooled connections ahead of use (at most the
+  // pool size), so that a runtime starting does not pay a connect
+  // on each of its first calls; the runtimes call it as they start. Best
+  // effort: a connect that fails is not an error here (the next call
+  // connects as usual). Returns the connections the pool holds. Thread-safe.
+  std::size_t warm(std::size_t connections) noexcept;
+
   [[nodiscard]] const std::string& owner() const noexcept;
   [[nodiscard]] engine kind() const noexcept;
   // The schema (resolved) and table this driver uses.

@@ -290,6 +290,13 @@ class store {
   // handle unsubscribes; once that returns, fn is never called again.
   [[nodiscard]] std::shared_ptr<void> subscribe_changes(std::function<void(bool notified)> fn);
 
+  // Opens up to `connections` pooled connections ahead of use (at most the
+  // pool size), so that a relay starting does not pay a connect on each of
+  // its first calls; relays call it as they start. Best effort: a connect
+  // that fails is not an error here (the next call connects as usual).
+  // Returns the connections the pool holds. Thread-safe.
+  std::size_t warm(std::size_t connections) noexcept;
+
   [[nodiscard]] const store_options& options() const noexcept { return options_; }
   // Observer exceptions swallowed so far.
   [[nodiscard]] std::uint64_t observer_failures() const noexcept;

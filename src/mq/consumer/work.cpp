@@ -10,6 +10,9 @@ using spool::detail::log;
 
 void consumer::impl::work(const std::stop_token& stop) {
   std::mt19937_64 rng(std::random_device{}());
+  // Each worker and the keeper's extensions hold a connection at once: open
+  // them now, not as the first messages arrive (a connect costs milliseconds).
+  (void)q.warm(opts.concurrency + 1);
   while (!stop.stop_requested()) {
     std::vector<delivered_message> got;
     try {

@@ -25,6 +25,9 @@ void worker_pool::impl::work(const std::stop_token& stop) {
   bool idle = false;    // the last dequeue found nothing
   // Taken before each dequeue, so a change during it is not missed.
   std::uint64_t marker = 0, ready_seen = 0;
+  // Each worker, the heartbeats and the rescuer hold a connection at once:
+  // open them now, not as the first ops arrive (a connect costs milliseconds).
+  (void)q.warm(static_cast<std::size_t>(opts.workers) + 2);
   while (!stop.stop_requested()) {
     if (idle && !poller) {
       if (!wait_for_turn(stop, poller)) break;

@@ -115,6 +115,12 @@ void relay::impl::run_until(const std::stop_token& stop) {
   std::stop_callback b(own, [&] { both.request_stop(); });
   log().info("outbox relay {} started (max_in_flight {}, sink_concurrency {}, claim_batch {}, lease {} ms)",
              owner, o.max_in_flight, threads, claim_batch, o.lease_duration.count());
+  // The claims, the renewals and each sink call's record hold a connection
+  // at once: open them now, not as the first envelopes arrive (a connect
+  // costs milliseconds; W4's first messages waited 30-50 ms for them).
+  // Before the session, so that the listener's first "look now" is not
+  // taken by the first claim before the loop waits.
+  (void)st.warm(threads + 2);
   begin_session();
   loop(both.get_token());
   end_session(true);
