@@ -137,8 +137,9 @@ nlohmann::json decode_members(const std::vector<path_value>& items, const std::s
   auto out = nlohmann::json::object();
   for (const auto& [head, group] : groups) {
     const auto name = prefix + head;
+    const std::string& key = head;  // clang before 16 captures no structured binding
     const auto* rule =
-        std::find_if(std::begin(rules), std::end(rules), [&](const auto& r) { return r.query_name == head; });
+        std::find_if(std::begin(rules), std::end(rules), [&](const auto& r) { return r.query_name == key; });
     if (rule != std::end(rules)) {
       out[std::string(rule->json_name)] = decode_group(*rule, group, name);
       continue;
