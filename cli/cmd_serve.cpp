@@ -5,12 +5,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "common.hpp"
 #include "logging.hpp"
 #include "metrics_server.hpp"
+#include "serve/console/site.hpp"
 #include "serve/server.hpp"
 #include "serve/sqs/service.hpp"
 #include "signal_scope.hpp"
@@ -27,7 +29,28 @@ struct serve_args {
   std::string tls_cert;
   std::string tls_key;
   bool no_auth = false;
+  std::string console_token;
+  std::string console_token_file;
+  bool console_read_only = false;
+  bool no_console = false;
 };
+
+bool loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// The console's token: --console-token, or the first line of --console-token-file.
+std::string console_token(const serve_args& a) {
+  if (a.console_token_file.empty()) return a.console_token;
+  std::ifstream in(a.console_token_file);
+  std::string token;
+  if (!in || !std::getline(in, token) || token.empty()) {
+    throw spool::error(errc::invalid_argument,
+                       fmt::format("spool serve: --console-token-file {} holds no token", a.console_token_file),
+                       "console_token_unreadable");
+  }
+  return token;
+}
 
 void run_serve(cli_context& ctx, const serve_args& a) {
   if (a.credentials.empty() && !a.no_auth) {
@@ -48,6 +71,20 @@ void run_serve(cli_context& ctx, const serve_args& a) {
   if (!a.credentials.empty()) options.credentials = spool::serve::credential_store::load(a.credentials);
   // The SQS actions on the database; fails fast when it is unreachable or not migrated.
   spool::serve::sqs::service sqs(open_database(ctx), {.schema = a.schema});
+  // The console: on loopback by default; beyond it only behind a token.
+  std::unique_ptr<spool::serve::console::site> console;
+  const auto token = console_token(a);
+  if (!a.no_console && (loopback(hp.host) || !token.empty())) {
+    spool::serve::console::site_options co;
+    co.token = token;
+    co.read_only = a.console_read_only;
+    co.schema = a.schema;
+    console = std::make_unique<spool::serve::console::site>(open_database(ctx), std::move(co));
+    options.console = [&console](const spool::serve::http_request& r) { return console->handle(r); };
+  } else if (!a.no_console) {
+    log().warn("spool serve: the console is off: listening beyond loopback needs --console-token or "
+               "--console-token-file");
+  }
   const auto actions = [&sqs](const spool::serve::sqs::request& r, const std::string& account,
                               const std::string& base_url) { return sqs.handle(r, account, base_url); };
   options.long_polls_waiting = [&sqs] { return sqs.long_polls_waiting(); };
@@ -86,6 +123,13 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
   serve->add_option("--tls-key", a->tls_key, "PEM file of the certificate's private key (unencrypted)");
   serve->add_option("--schema", a->schema,
                     "PostgreSQL schema of the queue tables [default: current_schema()]");
+  serve->add_option("--console-token", a->console_token,
+                    "Require this token to log in to the console at /console/ (needed to serve it beyond loopback)");
+  serve->add_option("--console-token-file", a->console_token_file,
+                    "Read the console's token from the first line of this file");
+  serve->add_flag("--console-read-only", a->console_read_only,
+                  "Show the console without its actions (every action is refused)");
+  serve->add_flag("--no-console", a->no_console, "Do not serve the console");
   add_connection_options(*serve, ctx);
   serve->callback([&ctx, a] {
     ctx.takes_signals = true;

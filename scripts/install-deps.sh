@@ -16,6 +16,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   jq
   python3-boto3 awscli openssl
+  chromium
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-npm.sh — installs the npm packages the tests' real clients need (tests/serve/js: the AWS SDK
-# for JavaScript), exactly as package-lock.json pins them (npm ci). Idempotent and silent when they
-# are installed already; installs Debian's nodejs and npm first when the machine has no npm.
+# for JavaScript; tests/console: puppeteer-core, which drives Debian's chromium and downloads no
+# browser), exactly as package-lock.json pins them (npm ci). Idempotent and silent when they are
+# installed already; installs Debian's nodejs and npm first when the machine has no npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,12 +14,12 @@ if ! command -v npm >/dev/null 2>&1; then
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 
-for dir in tests/serve/js; do
+for dir in tests/serve/js tests/console; do
   stamp=$dir/node_modules/.package-lock.json
   if [[ -f $stamp && $stamp -nt $dir/package-lock.json ]]; then continue; fi
   echo "install-npm.sh: npm ci in $dir"
   log=$(mktemp "${TMPDIR:-/tmp}/spool-npm.XXXXXX")
-  if ! (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts) >"$log" 2>&1; then
+  if ! (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts) >"$log" 2>&1; then
     cat "$log" >&2
     rm -f "$log"
     echo "install-npm.sh: npm ci failed in $dir" >&2

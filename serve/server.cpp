@@ -11,6 +11,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <cctype>
 #include <random>
 
 #include "serve/sigv4.hpp"
@@ -172,6 +173,29 @@ struct server::impl {
     res.set_content(reply.body, reply.content_type);
   }
 
+  void serve_console(const httplib::Request& req, httplib::Response& res) {
+    http_request r;
+    r.method = req.method;
+    r.path = req.path;
+    r.body = req.body;
+    r.tls = !opts.tls_cert.empty();
+    for (const auto& [k, v] : req.params) r.query.emplace(k, v);
+    for (const auto& [k, v] : req.headers) {
+      std::string name = k;
+      for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      r.headers.emplace(std::move(name), v);
+    }
+    http_response out;
+    try {
+      out = opts.console(r);
+    } catch (const std::exception&) {
+      out = {500, "application/json", "{\"error\":\"internal\",\"message\":\"the server failed this request\"}", {}};
+    }
+    res.status = out.status;
+    for (const auto& [k, v] : out.headers) res.set_header(k, v);
+    res.set_content(out.body, out.content_type);
+  }
+
   std::string url() const {
     const bool v6 = opts.host.find(':') != std::string::npos;
     return fmt::format("{}://{}:{}", scheme(), v6 ? "[" + opts.host + "]" : opts.host, port);
@@ -236,6 +260,15 @@ server::server(server_options options, action_handler handler) : impl_(std::make
   };
   http.Post("/", sqs);
   http.Post(R"(/[0-9]{12}/[A-Za-z0-9_.-]{1,80})", sqs);
+  if (impl_->opts.console) {
+    const auto console = [this](const httplib::Request& req, httplib::Response& res) {
+      impl_->serve_console(req, res);
+    };
+    http.Get(R"(/console(/.*)?)", console);
+    http.Post(R"(/console(/.*)?)", console);
+    // A browser that opens the server's address lands on the console.
+    http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/console/"); });
+  }
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("{\"status\":\"ok\"}\n", "application/json");
   });

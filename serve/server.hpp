@@ -1,7 +1,8 @@
 // The HTTP server of `spool serve`: the SQS API at POST / (and at a queue's
 // URL, where the query protocol may post), GET /healthz and GET /metrics.
 // Every SQS request is authenticated (SigV4) unless the server runs without
-// auth, then decoded in its protocol and handed to the action handler.
+// auth, then decoded in its protocol and handed to the action handler. The
+// console, when given, is served under /console/ (its own login, not SigV4).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "serve/credentials.hpp"
+#include "serve/http_site.hpp"
 #include "serve/sqs/protocol.hpp"
 
 namespace spool::serve {
@@ -38,6 +40,9 @@ struct server_options {
   // The value of the gauge spool_serve_long_polls_waiting (empty: 0). Called
   // from request threads at once: must be thread-safe.
   std::function<std::int64_t()> long_polls_waiting;
+  // The console: every request under /console/ (and GET / from a browser,
+  // redirected there). Unset: no console, and those paths are 404.
+  site_handler console;
 };
 
 // Throws spool::error(invalid_argument) unless options names both or neither

@@ -1,0 +1,2 @@
+-- Quarantined rows per queue.
+SELECT queue_name, count(*) FROM {{s}}queue_messages_failed GROUP BY queue_name ORDER BY queue_name

@@ -1,0 +1,7 @@
+-- One page of a queue's quarantined rows in id order, strictly after $2.
+SELECT id, message_group_id, left(payload, 240), error_message, receive_count, created_at, failed_at,
+       octet_length(payload)
+FROM {{s}}queue_messages_failed
+WHERE queue_name = $1 AND id > $2
+ORDER BY id
+LIMIT $3

@@ -1,0 +1,4 @@
+-- One message, whole.
+SELECT id, message_group_id, receipt_handle IS NOT NULL, visible_at, created_at, coalesce(receive_count, 0),
+       payload, length(CAST(payload AS BLOB))
+FROM queue_messages WHERE queue_name = ?1 AND id = ?2
