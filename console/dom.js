@@ -42,7 +42,7 @@ export function age(seconds) {
 
 // Asks before an action. With needReason the operator must type a reason.
 // Resolves to the reason ('' when none is asked), or null when cancelled.
-export function confirmAction(text, { needReason = false, askReason = false, label = 'Confirm' } = {}) {
+export function confirmAction(text, { needReason = false, askReason = false, label = 'Confirm', inputLabel = 'Reason' } = {}) {
   const dialog = document.getElementById('confirm');
   const reason = document.getElementById('confirm-reason');
   const reasonLabel = document.getElementById('confirm-reason-label');
@@ -50,6 +50,7 @@ export function confirmAction(text, { needReason = false, askReason = false, lab
   const ok = document.getElementById('confirm-ok');
   document.getElementById('confirm-text').textContent = text;
   reasonLabel.hidden = !(needReason || askReason);
+  document.getElementById('confirm-reason-text').textContent = inputLabel;
   reason.value = '';
   reason.required = needReason;
   error.textContent = '';
@@ -65,7 +66,7 @@ export function confirmAction(text, { needReason = false, askReason = false, lab
     const onOk = (e) => {
       e.preventDefault();
       if (needReason && !reason.value.trim()) {
-        error.textContent = 'A reason is required.';
+        error.textContent = `${inputLabel === 'Reason' ? 'A reason' : inputLabel} is required.`;
         reason.focus();
         return;
       }

@@ -32,6 +32,19 @@ function filterForm(names, p, onSubmit) {
   return form;
 }
 
+// Purge asks for the queue's name, typed again, as the server does.
+async function purge(queue) {
+  const typed = await confirmAction(`Delete every message of ${queue}, claimed ones too? Type the queue's name to confirm.`,
+    { needReason: true, label: 'Purge', inputLabel: "The queue's name" });
+  if (typed === null) return;
+  try {
+    await post('mq/purge', { queue, confirm: typed });
+    go('', {});
+  } catch (e) {
+    document.getElementById('main').prepend(status(e.message, true));
+  }
+}
+
 export async function mqMessages(p) {
   const names = await queueNames();
   if (!p.queue && names.length) p.queue = names[0];
@@ -46,6 +59,8 @@ export async function mqMessages(p) {
     h('h1', {}, `Messages of ${p.queue}`),
     filterForm(names, p, (f) => go('mq', f)),
     h('p', {}, h('a', { href: `#/mq/quarantine?queue=${encodeURIComponent(p.queue)}` }, 'Quarantined rows of this queue')),
+    session.current.read_only ? null : h('div', { class: 'actions' },
+      h('button', { type: 'button', id: 'purge', class: 'danger', onclick: () => purge(p.queue) }, 'Purge the queue…')),
     page.messages.length
       ? table([
         ['Id', (m) => h('a', { href: `#/mq/message?queue=${encodeURIComponent(m.queue)}&id=${encodeURIComponent(m.id)}` }, m.id)],
@@ -62,10 +77,28 @@ export async function mqMessages(p) {
 
 export async function mqMessage(p) {
   const m = await get('mq/message', { queue: p.queue, id: p.id });
+  const out = h('div', {});
+  const act = async (route, body, question, label) => {
+    if ((await confirmAction(question, { label })) === null) return;
+    try {
+      await post(`mq/${route}`, { queue: m.queue, id: m.id, ...body });
+      await mqMessage(p);
+      document.getElementById('main').prepend(status(route === 'release' ? 'Released: the message is visible again.' : 'Extended.'));
+    } catch (e) {
+      out.replaceChildren(status(e.message, true));
+    }
+  };
+  const seconds = h('input', { id: 'extend-seconds', type: 'number', min: 1, max: 43200, value: 300, 'aria-label': 'seconds' });
+  const claimed = m.state === 'in_flight' && !session.current.read_only;
   show(
     h('h1', {}, 'Message'),
     fields([['Queue', m.queue], ['Id', m.id], ['State', m.state], ['Group', m.group], ['Receive count', String(m.receive_count)],
       ['Created', m.created_at], ['Visible at', m.visible_at], ['Payload bytes', String(m.payload_bytes)]]),
+    claimed ? h('div', { class: 'actions' },
+      h('button', { type: 'button', id: 'release', onclick: () => act('release', {}, `Release ${m.id}? Its consumer's claim ends and the message is visible again.`, 'Release') }, 'Release'),
+      h('label', {}, 'Extend the claim by (s)', seconds),
+      h('button', { type: 'button', id: 'extend', onclick: () => act('extend', { seconds: Number(seconds.value) }, `Extend the claim on ${m.id} by ${seconds.value} s?`, 'Extend') }, 'Extend')) : null,
+    out,
     h('h2', {}, m.payload_json ? 'Payload' : 'Payload (not JSON: the raw text)'),
     h('pre', { id: 'payload' }, m.payload),
     h('p', {}, h('a', { href: `#/mq?queue=${encodeURIComponent(m.queue)}` }, `← Messages of ${m.queue}`)));

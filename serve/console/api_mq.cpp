@@ -1,10 +1,12 @@
 // The console's message-queue API: queues' messages and quarantined rows
-// through mq::browser, and redrive through mq::queue (audited with the
-// console user and the reason entered).
+// through mq::browser; redrive through mq::queue (audited with the console
+// user and the reason entered), release and extend of a claimed message
+// through its current receipt, and purge.
 #include <fmt/format.h>
 
 #include "serve/console/api.hpp"
 #include "spool/mq/browser.hpp"
+#include "spool/mq/catalog.hpp"
 #include "spool/mq/queue.hpp"
 
 namespace spool::serve::console {
@@ -112,6 +114,36 @@ nlohmann::json mq_action(api_context& ctx, std::string_view route, const nlohman
     mq::queue q(ctx.db, {.name = queue, .schema = ctx.schema});
     const auto result = q.redrive(o);
     return {{"redriven", result.redriven}, {"conflicts", result.conflicts}, {"missing", result.missing}};
+  }
+  if (route == "purge") {
+    // The confirmation repeats the queue's name, so a stale form cannot purge another queue.
+    const auto queue = text_member(body, "queue", true);
+    if (text_member(body, "confirm", true) != queue) {
+      throw api_error{400, "confirmation_mismatch", "\"confirm\" must repeat the queue's name"};
+    }
+    mq::catalog(ctx.db, ctx.schema).purge(queue);
+    return {{"purged", queue}};
+  }
+  if (route == "release" || route == "extend") {
+    const auto queue = text_member(body, "queue", true);
+    const auto id = text_member(body, "id", true);
+    const auto m = ctx.mq->message(queue, id);
+    if (!m) throw api_error{404, "not_found", "the queue holds no message with that id"};
+    if (!m->receipt)
+      throw api_error{409, "not_claimed", "the message is not claimed: nothing to release or extend"};
+    mq::queue q(ctx.db, {.name = queue, .schema = ctx.schema});
+    if (route == "release") {
+      if (!q.nack(*m->receipt))
+        throw api_error{409, "claim_ended", "the claim ended meanwhile: nothing changed"};
+      return {{"released", id}};
+    }
+    const auto it = body.find("seconds");
+    if (it == body.end() || !it->is_number_integer() || it->get<std::int64_t>() < 1 ||
+        it->get<std::int64_t>() > 43200) {
+      throw api_error{400, "invalid_member", "\"seconds\" must be a whole number from 1 to 43,200"};
+    }
+    q.extend_visibility(*m->receipt, std::chrono::seconds(it->get<std::int64_t>()));
+    return {{"extended", id}, {"seconds", it->get<std::int64_t>()}};
   }
   throw api_error{404, "unknown_route", "no such console action"};
 }

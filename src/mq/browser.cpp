@@ -67,6 +67,7 @@ message_view message_of(std::string_view queue, const row& r, std::int64_t now) 
   m.receive_count = to_i64(r.at(5));
   m.payload = r.at(6).value_or("");
   m.payload_bytes = to_i64(r.at(7));
+  if (r.size() > 8) m.receipt = r.at(8);
   return m;
 }
 

@@ -175,6 +175,46 @@ describe(`the console on ${engine}`, () => {
                      [["console:alice", "fixed the handler"]]);
   });
 
+  test("a claimed message can be extended and released through its current claim", async () => {
+    spoolJson(db.uri, ["mq", "poll", "--queue", "orders", "--max", "1", "--visibility", "60"]);
+    const id = db.one("SELECT id FROM queue_messages WHERE queue_name = 'orders' AND receipt_handle IS NOT NULL");
+    assert.ok(id, "a message is claimed");
+    const visibleAt = () => Number(db.one(`SELECT visible_at FROM queue_messages WHERE queue_name = 'orders' AND id = '${id}'`));
+    const before = visibleAt();
+    await page.goto(server.url + `/console/#/mq/message?queue=orders&id=${encodeURIComponent(id)}`);
+    await page.waitForSelector("#extend");
+    await page.$eval("#extend-seconds", (el) => { el.value = "3600"; });
+    await page.click("#extend");
+    await page.waitForSelector("#confirm[open]");
+    await page.click("#confirm-ok");
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent.includes("Extended"));
+    assert.ok(visibleAt() >= before + 3000, "the claim's window moved an hour on");
+    await page.click("#release");
+    await page.waitForSelector("#confirm[open]");
+    await page.click("#confirm-ok");
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent.includes("Released"));
+    assert.equal(db.one(`SELECT count(*) FROM queue_messages WHERE queue_name = 'orders' AND id = '${id}' AND receipt_handle IS NULL`), "1");
+    assert.equal(await page.$("#release"), null, "a visible message offers no release");
+  });
+
+  test("purging a queue needs its name typed again, and deletes its messages only", async () => {
+    await page.goto(server.url + "/console/#/mq?queue=later");
+    await page.waitForSelector("#purge");
+    await page.click("#purge");
+    await page.waitForSelector("#confirm[open]");
+    await page.type("#confirm-reason", "orders");
+    await page.click("#confirm-ok");
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent.includes("repeat the queue"));
+    assert.equal(db.one("SELECT count(*) FROM queue_messages WHERE queue_name = 'later'"), "1");
+    await page.click("#purge");
+    await page.waitForSelector("#confirm[open]");
+    await page.type("#confirm-reason", "later");
+    await page.click("#confirm-ok");
+    await page.waitForSelector("#mq-overview");
+    assert.equal(db.one("SELECT count(*) FROM queue_messages WHERE queue_name = 'later'"), "0");
+    assert.equal(db.one("SELECT count(*) FROM queue_messages WHERE queue_name = 'orders'"), String(messages + 1));
+  });
+
   test("retrying a failed op makes it pending again with its attempts reset", async () => {
     await page.goto(server.url + "/console/#/ops?status=failed");
     await page.waitForSelector("#ops");

@@ -41,6 +41,10 @@ struct message_view {
   std::int64_t receive_count = 0;
   std::string payload;  // whole in message(); the first 240 characters in a page
   std::int64_t payload_bytes = 0;
+  // message() only: the receipt of the claim holding it, for mq::queue's
+  // nack or extend_visibility on an operator's behalf (fenced like any
+  // receipt: refused once the claim ends).
+  std::optional<std::string> receipt;
 };
 
 struct quarantined_view {
