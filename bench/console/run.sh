@@ -78,7 +78,8 @@ for engine in $ENGINES; do
   for _ in $(seq 100); do grep -q 'listening on' "$TMP/serve.log" && break; sleep 0.1; done
   BASE=$(grep -o 'http://[^ ]*' "$TMP/serve.log")
   curl -s -c "$TMP/jar" "$BASE/console/api/session" >/dev/null
-  echo "{\"kind\":\"machine\",\"engine\":\"$engine\",\"nproc\":$(nproc),\"cpu\":\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\",\"messages\":$MESSAGES,\"quarantined\":1000,\"rounds\":$ROUNDS,\"page_rows\":50,$settings}"
+  shown=$(curl -s -b "$TMP/jar" "$BASE/console/api/overview" | jq '[.mq.queues[] | select(.queue == "big")][0].visible')
+  echo "{\"kind\":\"machine\",\"engine\":\"$engine\",\"overview_shows\":$shown,\"nproc\":$(nproc),\"cpu\":\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\",\"messages\":$MESSAGES,\"quarantined\":1000,\"rounds\":$ROUNDS,\"page_rows\":50,$settings}"
   for what in overview "mq/messages?queue=big" "mq/messages?queue=big&after=m0500000" "mq/messages?queue=big&state=visible&min_age=3600"; do
     times=()
     for _ in $(seq "$ROUNDS"); do times+=("$(timed "$BASE/console/api/$what")"); done

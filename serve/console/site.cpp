@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "serve/console/api.hpp"
 #include "serve/console/assets.hpp"
@@ -67,6 +70,25 @@ struct site::impl {
   site_options opts;
   api_context ctx;
   session_store sessions;
+  // The overview scans every queue's rows: browsers that refresh it every two
+  // seconds share one answer per second, and an action drops it.
+  static constexpr std::chrono::milliseconds overview_ttl{1000};
+  std::mutex overview_mu;
+  std::optional<std::pair<std::chrono::steady_clock::time_point, nlohmann::json>> overview_cache;
+
+  nlohmann::json cached_overview() {
+    std::lock_guard lock(overview_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!overview_cache || now - overview_cache->first >= overview_ttl) {
+      overview_cache.emplace(now, overview(ctx));
+    }
+    return overview_cache->second;
+  }
+
+  void forget_overview() {
+    std::lock_guard lock(overview_mu);
+    overview_cache.reset();
+  }
 
   impl(database db, site_options o) : opts(std::move(o)), ctx{db, opts.schema, {}, {}, {}, {}, {}} {
     ctx.mq = std::make_unique<mq::browser>(ctx.db, opts.schema);
@@ -162,7 +184,7 @@ struct site::impl {
     const auto capability = route.substr(0, slash);
     const auto rest = slash == std::string_view::npos ? std::string_view() : route.substr(slash + 1);
     if (r.method == "GET") {
-      if (route == "overview") return json_response(200, overview(ctx));
+      if (route == "overview") return json_response(200, cached_overview());
       if (capability == "mq") return json_response(200, mq_read(ctx, rest, r));
       if (capability == "ops") return json_response(200, ops_read(ctx, rest, r));
       if (capability == "outbox") return json_response(200, outbox_read(ctx, rest, r));
@@ -183,6 +205,11 @@ struct site::impl {
     const auto body = nlohmann::json::parse(r.body, nullptr, false);
     if (!body.is_object()) return error_response(400, "malformed_body", "the body must be a JSON object");
     const actor who{s->user};
+    // The next overview reads the counts the action changed.
+    struct forget {
+      impl& self;
+      ~forget() { self.forget_overview(); }
+    } after{*this};
     if (capability == "mq") return json_response(200, mq_action(ctx, rest, body, who));
     if (capability == "ops") return json_response(200, ops_action(ctx, rest, body, who));
     if (capability == "outbox") return json_response(200, outbox_action(ctx, rest, body, who));
