@@ -33,6 +33,7 @@ struct serve_args {
   std::string console_token_file;
   bool console_read_only = false;
   bool no_console = false;
+  int console_sample_seconds = 10;
 };
 
 bool loopback(const std::string& host) {
@@ -79,6 +80,7 @@ void run_serve(cli_context& ctx, const serve_args& a) {
     co.token = token;
     co.read_only = a.console_read_only;
     co.schema = a.schema;
+    co.sample_interval = std::chrono::seconds(a.console_sample_seconds);
     console = std::make_unique<spool::serve::console::site>(open_database(ctx), std::move(co));
     options.console = [&console](const spool::serve::http_request& r) { return console->handle(r); };
   } else if (!a.no_console) {
@@ -130,6 +132,10 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
   serve->add_flag("--console-read-only", a->console_read_only,
                   "Show the console without its actions (every action is refused)");
   serve->add_flag("--no-console", a->no_console, "Do not serve the console");
+  serve->add_option("--console-sample-seconds", a->console_sample_seconds,
+                    "How often the console samples the queues for its throughput charts")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
   add_connection_options(*serve, ctx);
   serve->callback([&ctx, a] {
     ctx.takes_signals = true;

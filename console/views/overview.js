@@ -2,10 +2,27 @@
 // refreshed every two seconds without reloading the page.
 import { get } from '../api.js';
 import { h, show, table, age } from '../dom.js';
+import { chart } from '../chart.js';
 
 const refreshMs = 2000;
+const chartEvery = 5; // refreshes: the charts' data moves once per sample
 
-function render(o) {
+function charts(t) {
+  if (!t) return h('p', { class: 'muted' }, 'Loading…');
+  const now = Date.now() / 1000;
+  const blocks = [];
+  for (const q of t.mq.queues) blocks.push(h('figure', { class: 'card', dataset: { chart: `mq:${q.queue}` } }, h('figcaption', {}, `queue ${q.queue}`), chart(`queue ${q.queue}`, q.points, now)));
+  if (t.ops.available) {
+    for (const o of t.ops.types) blocks.push(h('figure', { class: 'card', dataset: { chart: `ops:${o.type}` } }, h('figcaption', {}, `op type ${o.type}`), chart(`op type ${o.type}`, o.points, now)));
+  }
+  if (!blocks.length) return h('p', { class: 'muted', id: 'charts-empty' }, 'No throughput sampled yet.');
+  return h('div', {},
+    h('p', { class: 'muted legend' }, h('span', { class: 'key-in' }, '— enqueued/s'), ' ', h('span', { class: 'key-out' }, '— completed/s'),
+      ` · queues sampled every ${t.mq.interval_s} s while the server runs; ops per minute from their rows`),
+    h('div', { class: 'cards charts', id: 'charts' }, blocks));
+}
+
+function render(o, t) {
   const queues = o.mq.queues;
   const mq = queues.length
     ? table([
@@ -18,10 +35,20 @@ function render(o) {
     ], queues, { id: 'mq-overview' })
     : h('p', { class: 'muted' }, 'No queue holds a message.');
   const ops = o.ops.available
-    ? h('div', { class: 'cards', id: 'ops-overview' },
-      ['pending', 'running', 'failed', 'done_24h', 'cancelled'].map((k) =>
-        h('a', { class: 'card', href: `#/ops?status=${k === 'done_24h' ? 'done' : k}`, dataset: { count: k } },
-          h('div', { class: 'muted' }, k === 'done_24h' ? 'done (24 h)' : k), h('div', { class: 'big' }, o.ops[k]))))
+    ? h('div', {},
+      h('div', { class: 'cards', id: 'ops-overview' },
+        ['pending', 'running', 'failed', 'done_24h', 'cancelled'].map((k) =>
+          h('a', { class: 'card', href: `#/ops?status=${k === 'done_24h' ? 'done' : k}`, dataset: { count: k } },
+            h('div', { class: 'muted' }, k === 'done_24h' ? 'done (24 h)' : k), h('div', { class: 'big' }, o.ops[k])))),
+      o.ops.types.length ? table([
+        ['Type', (t) => t.type],
+        ['Pending', (t) => t.pending, 'num'],
+        ['Running', (t) => t.running, 'num'],
+        ['Failed', (t) => t.failed ? h('a', { href: '#/ops?status=failed' }, t.failed) : 0, 'num'],
+        ['Done (24 h)', (t) => t.done_24h, 'num'],
+        ['Cancelled', (t) => t.cancelled, 'num'],
+        ['Oldest pending', (t) => age(t.oldest_pending_age_s), 'num'],
+      ], o.ops.types, { id: 'ops-types' }) : null)
     : h('p', { class: 'notice' }, o.ops.why);
   const outbox = o.outbox.available
     ? h('div', { class: 'cards', id: 'outbox-overview' },
@@ -36,16 +63,25 @@ function render(o) {
     h('h2', {}, 'Message queues'), mq,
     h('h2', {}, 'Op queue'), ops,
     h('h2', {}, 'Outbox'), outbox,
+    h('h2', {}, 'Throughput, last hour'), charts(t),
     h('p', { class: 'muted', id: 'refreshed' }, `Updated ${new Date().toLocaleTimeString()}`));
 }
 
 export async function overview() {
-  render(await get('overview'));
+  let t = await get('throughput');
+  let last = JSON.stringify(await get('overview'));
+  render(JSON.parse(last), t);
   let stopped = false;
+  let tick = 0;
   const timer = setInterval(async () => {
     try {
-      const o = await get('overview');
-      if (!stopped) render(o);
+      tick += 1;
+      const chartsDue = tick % chartEvery === 0;
+      if (chartsDue) t = await get('throughput');
+      const o = JSON.stringify(await get('overview'));
+      // Unchanged counts leave the page (and the keyboard focus) alone.
+      if (!stopped && (o !== last || chartsDue)) render(JSON.parse(o), t);
+      last = o;
     } catch {
       // The next tick tries again; the page keeps the last counts.
     }

@@ -50,8 +50,13 @@ struct actor {
   std::string user;
 };
 
+class mq_sampler;
+
 // The overview of every capability: counts and oldest ages (overview.cpp).
 nlohmann::json overview(api_context& ctx);
+// Enqueued and completed per second over the last hour: the message queue's
+// from the sampler, the op queue's per type from its rows (overview.cpp).
+nlohmann::json throughput(api_context& ctx, const mq_sampler& sampler);
 
 // route is the path after /console/api/mq/ (or ops/, outbox/). Throws
 // api_error, or spool::error (mapped by the site).

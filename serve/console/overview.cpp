@@ -1,8 +1,10 @@
 // The console's overview: every mq queue's counts, the op queue's and the
 // outbox's, each with the age of its oldest waiting work, read now.
 #include <chrono>
+#include <map>
 
 #include "serve/console/api.hpp"
+#include "serve/console/sampler.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/browser.hpp"
 #include "spool/ops/queue.hpp"
@@ -35,10 +37,33 @@ nlohmann::json overview(api_context& ctx) {
   }
   nlohmann::json out{{"engine", std::string(engine_name(ctx.db.kind()))}, {"mq", {{"queues", queues}}}};
   if (ctx.ops) {
-    const auto s = ctx.ops->stats();
-    out["ops"] = {{"available", true},       {"table", ctx.ops->table()}, {"pending", s.pending},
-                  {"running", s.running},    {"failed", s.failed},        {"done_24h", s.done_24h},
-                  {"cancelled", s.cancelled}};
+    nlohmann::json types = nlohmann::json::array();
+    ops::queue_stats total;
+    for (const auto& t : ctx.ops->stats_by_type()) {
+      total.pending += t.counts.pending;
+      total.running += t.counts.running;
+      total.failed += t.counts.failed;
+      total.done_24h += t.counts.done_24h;
+      total.cancelled += t.counts.cancelled;
+      const auto oldest = t.oldest_pending_enqueued_at;
+      types.push_back(
+          {{"type", t.type},
+           {"pending", t.counts.pending},
+           {"running", t.counts.running},
+           {"failed", t.counts.failed},
+           {"done_24h", t.counts.done_24h},
+           {"cancelled", t.counts.cancelled},
+           {"oldest_pending_age_s",
+            oldest ? nlohmann::json(std::max<std::int64_t>(0, now - *oldest)) : nlohmann::json(nullptr)}});
+    }
+    out["ops"] = {{"available", true},
+                  {"table", ctx.ops->table()},
+                  {"pending", total.pending},
+                  {"running", total.running},
+                  {"failed", total.failed},
+                  {"done_24h", total.done_24h},
+                  {"cancelled", total.cancelled},
+                  {"types", std::move(types)}};
   } else {
     out["ops"] = {{"available", false}, {"why", ctx.ops_missing}};
   }
@@ -56,6 +81,35 @@ nlohmann::json overview(api_context& ctx) {
   } else {
     out["outbox"] = {{"available", false}, {"why", ctx.outbox_missing}};
   }
+  return out;
+}
+
+nlohmann::json throughput(api_context& ctx, const mq_sampler& sampler) {
+  nlohmann::json out{{"mq", sampler.history()}};
+  if (!ctx.ops) {
+    out["ops"] = {{"available", false}, {"why", ctx.ops_missing}};
+    return out;
+  }
+  // Every minute of the hour gets a point, so a quiet minute reads 0, not a line to the next busy one.
+  const auto now_minute = now_s() / 60 * 60;
+  std::map<std::string, std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>>> minutes;
+  for (const auto& m : ctx.ops->throughput(std::chrono::minutes(60))) {
+    minutes[m.type][m.minute] = {m.enqueued, m.completed};
+  }
+  std::map<std::string, nlohmann::json> by_type;
+  for (const auto& [type, counts] : minutes) {
+    auto& points = by_type[type];
+    for (std::int64_t minute = now_minute - 59 * 60; minute <= now_minute; minute += 60) {
+      const auto it = counts.find(minute);
+      const auto c = it == counts.end() ? std::pair<std::int64_t, std::int64_t>{0, 0} : it->second;
+      points.push_back({{"t", std::min(minute + 60, now_s())},
+                        {"enqueued", static_cast<double>(c.first) / 60.0},
+                        {"completed", static_cast<double>(c.second) / 60.0}});
+    }
+  }
+  nlohmann::json types = nlohmann::json::array();
+  for (auto& [type, points] : by_type) types.push_back({{"type", type}, {"points", std::move(points)}});
+  out["ops"] = {{"available", true}, {"interval_s", 60}, {"types", std::move(types)}};
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include "serve/console/api.hpp"
 #include "serve/console/assets.hpp"
+#include "serve/console/sampler.hpp"
 #include "serve/console/sessions.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/browser.hpp"
@@ -75,6 +76,7 @@ struct site::impl {
   static constexpr std::chrono::milliseconds overview_ttl{1000};
   std::mutex overview_mu;
   std::optional<std::pair<std::chrono::steady_clock::time_point, nlohmann::json>> overview_cache;
+  std::unique_ptr<mq_sampler> sampler;  // after ctx: it reads through ctx.mq
 
   nlohmann::json cached_overview() {
     std::lock_guard lock(overview_mu);
@@ -110,6 +112,7 @@ struct site::impl {
       if (e.code() == errc::invalid_argument) throw;
       ctx.outbox_missing = fmt::format("the outbox {} is not available: {}", opts.outbox_table, e.what());
     }
+    sampler = std::make_unique<mq_sampler>(*ctx.mq, opts.sample_interval);
   }
 
   http_response asset_response(std::string_view path) {
@@ -185,6 +188,7 @@ struct site::impl {
     const auto rest = slash == std::string_view::npos ? std::string_view() : route.substr(slash + 1);
     if (r.method == "GET") {
       if (route == "overview") return json_response(200, cached_overview());
+      if (route == "throughput") return json_response(200, throughput(ctx, *sampler));
       if (capability == "mq") return json_response(200, mq_read(ctx, rest, r));
       if (capability == "ops") return json_response(200, ops_read(ctx, rest, r));
       if (capability == "outbox") return json_response(200, outbox_read(ctx, rest, r));

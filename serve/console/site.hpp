@@ -6,6 +6,7 @@
 // session's CSRF token in X-Spool-CSRF, and read-only mode refuses them all.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,7 @@ struct site_options {
   std::string schema;                            // PostgreSQL schema of Spool's tables
   std::string ops_table = "ops_queue";           // the op queue shown
   std::string outbox_table = "outbox_messages";  // the outbox shown
+  std::chrono::seconds sample_interval{10};      // the message queue's throughput samples
 };
 
 // Thread safety: handle() is called from many request threads at once.

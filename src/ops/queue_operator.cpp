@@ -83,6 +83,46 @@ queue_stats queue::stats(const call_options& call) {
   return impl_->run([&] { return impl_->st->stats(lim); });
 }
 
+namespace {
+
+std::int64_t count_of(const std::optional<std::string>& v) { return v ? std::stoll(*v) : 0; }
+
+}  // namespace
+
+std::vector<type_stats> queue::stats_by_type(const call_options& call) {
+  const auto lim = impl_->limits(call);
+  const auto rows = impl_->run([&] { return impl_->st->stats_by_type(lim); });
+  std::vector<type_stats> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    type_stats t;
+    t.type = r.at(0).value_or("");
+    t.counts = {count_of(r.at(1)), count_of(r.at(2)), count_of(r.at(3)), count_of(r.at(4)),
+                count_of(r.at(5))};
+    if (r.at(6)) t.oldest_pending_enqueued_at = count_of(r.at(6));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<throughput_minute> queue::throughput(std::chrono::minutes window, const call_options& call) {
+  if (window < std::chrono::minutes(1) || window > std::chrono::hours(24)) {
+    throw error(errc::invalid_argument,
+                fmt::format("the window must be 1 to 1,440 minutes, got {}", window.count()),
+                "invalid_window");
+  }
+  const auto lim = impl_->limits(call);
+  const auto rows = impl_->run([&] {
+    return impl_->st->throughput(std::chrono::duration_cast<std::chrono::seconds>(window).count(), lim);
+  });
+  std::vector<throughput_minute> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    out.push_back({r.at(0).value_or(""), count_of(r.at(1)), count_of(r.at(2)), count_of(r.at(3))});
+  }
+  return out;
+}
+
 std::int64_t queue::recover_orphans(std::chrono::seconds older_than, const call_options& call) {
   if (older_than.count() < 0) {
     throw error(errc::invalid_argument,

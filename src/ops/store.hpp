@@ -126,6 +126,9 @@ class store {
   virtual std::vector<row> list_after(const std::string& status, std::int64_t limit,
                                       const std::optional<cursor_key>& after, const call_options& call) = 0;
   virtual queue_stats stats(const call_options& call) = 0;
+  // Rows of stats_by_type.sql and throughput.sql, as text.
+  virtual std::vector<row> stats_by_type(const call_options& call) = 0;
+  virtual std::vector<row> throughput(std::int64_t window_s, const call_options& call) = 0;
   virtual std::int64_t recover_orphans(std::chrono::seconds older_than, const call_options& call) = 0;
   virtual std::vector<rescued_op> rescue(std::chrono::milliseconds lease_timeout,
                                          const call_options& call) = 0;

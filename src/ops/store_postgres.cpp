@@ -69,6 +69,8 @@ class postgres_store final : public store {
                              "list",
                              "list_after",
                              "stats",
+                             "stats_by_type",
+                             "throughput",
                              "recover_orphans",
                              "rescue",
                              "recover_legacy",
@@ -318,6 +320,16 @@ class postgres_store final : public store {
     auto conn = db_.pg_pool().acquire(call);
     const auto r = conn->query(sql_.at("stats"), {}, intent::read, call).at(0);
     return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3]), to_i64(r[4])};
+  }
+
+  std::vector<row> stats_by_type(const call_options& call) override {
+    auto conn = db_.pg_pool().acquire(call);
+    return conn->query(sql_.at("stats_by_type"), {}, intent::read, call);
+  }
+
+  std::vector<row> throughput(std::int64_t window_s, const call_options& call) override {
+    auto conn = db_.pg_pool().acquire(call);
+    return conn->query(sql_.at("throughput"), {window_s}, intent::read, call);
   }
 
   std::int64_t recover_orphans(std::chrono::seconds older_than, const call_options& call) override {

@@ -51,8 +51,9 @@ class sqlite_store final : public store {
          {"insert",         "id_exists",     "holder",        "has_ready",       "claim",
           "fence_target",   "ack",           "fail",          "release",         "heartbeat",
           "status_of",      "cancel",        "retry",         "retry_holder",    "get",
-          "list",           "list_after",    "stats",         "recover_orphans", "rescue",
-          "recover_legacy", "check_columns", "check_indexes", "ledger_exists",   "ledger_version"}) {
+          "list",           "list_after",    "stats",         "stats_by_type",   "throughput",
+          "recover_orphans", "rescue",     "recover_legacy", "check_columns",   "check_indexes",
+          "ledger_exists",  "ledger_version"}) {
       sql_[name] = ops_sql(engine::sqlite, name, config_);
     }
   }
@@ -295,6 +296,16 @@ class sqlite_store final : public store {
     auto conn = pool_.acquire(call);
     const auto r = conn->query(sql_.at("stats"), {}, call).at(0);
     return {to_i64(r[0]), to_i64(r[1]), to_i64(r[2]), to_i64(r[3]), to_i64(r[4])};
+  }
+
+  std::vector<row> stats_by_type(const call_options& call) override {
+    auto conn = pool_.acquire(call);
+    return conn->query(sql_.at("stats_by_type"), {}, call);
+  }
+
+  std::vector<row> throughput(std::int64_t window_s, const call_options& call) override {
+    auto conn = pool_.acquire(call);
+    return conn->query(sql_.at("throughput"), {window_s}, call);
   }
 
   std::int64_t recover_orphans(std::chrono::seconds older_than, const call_options& call) override {

@@ -40,7 +40,7 @@ describe(`the console on ${engine}`, () => {
     deadEnvelope = spoolJson(db.uri, ["outbox", "write", "--topic", "invoice.created"], '{"invoice":1}').id;
     await runUntil(["--db", db.uri, "relay", "--sink", "exec:false", "--max-attempts", "1"],
                    () => spoolJson(db.uri, ["outbox", "backlog"]).dead === 1);
-    server = await startServer(db.uri, ["--console-token", token]);
+    server = await startServer(db.uri, ["--console-token", token, "--console-sample-seconds", "1"]);
     browser = await launchBrowser();
     page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
@@ -84,6 +84,30 @@ describe(`the console on ${engine}`, () => {
     const dead = await page.$eval('#outbox-overview [data-count="dead"] .big', (el) => el.textContent);
     assert.equal(dead, String(spoolJson(db.uri, ["outbox", "backlog"]).dead));
     await screenshot(page, "overview");
+  });
+
+  test("the overview charts each queue's and op type's throughput, and the samples count every message sent", async () => {
+    const burst = [];
+    for (let i = 0; i < 50; i++) burst.push(JSON.stringify({ n: i }));
+    spoolJson(db.uri, ["mq", "publish", "--queue", "burst"], burst.join("\n") + "\n");
+    await page.goto(server.url + "/console/#/");
+    await page.waitForSelector('[data-chart="ops:thumbnail"] polyline');
+    const sent = async () => page.evaluate(async () => {
+      const t = await (await fetch("/console/api/throughput")).json();
+      const q = t.mq.queues.find((x) => x.queue === "burst");
+      return q ? Math.round(q.points.reduce((sum, p) => sum + p.enqueued * p.seconds, 0)) : 0;
+    });
+    for (let i = 0; i < 100 && (await sent()) < 50; i++) await sleep(200);
+    assert.equal(await sent(), 50);
+    await page.waitForSelector('[data-chart="mq:burst"] polyline', { timeout: 15000 });
+    const ops = await page.evaluate(async () => (await (await fetch("/console/api/throughput")).json()).ops.types);
+    assert.deepEqual(ops.map((o) => o.type), ["thumbnail"]);
+    assert.equal(Math.round(ops[0].points.reduce((sum, p) => sum + p.enqueued * 60, 0)), 1);
+    const [types] = await tableRows(page, "#ops-types");
+    assert.deepEqual(types.slice(0, 4), ["thumbnail", "0", "0", "1"]);
+    await screenshot(page, "charts");
+    spoolJson(db.uri, ["mq", "publish", "--queue", "later"], '{"n":"keep"}\n');
+    db.sql("DELETE FROM queue_messages WHERE queue_name = 'burst'");
   });
 
   test("paging through 1,000 messages shows each once, in order, while new ones arrive", async () => {
@@ -205,7 +229,7 @@ describe(`the console on ${engine}`, () => {
     await page.type("#confirm-reason", "orders");
     await page.click("#confirm-ok");
     await page.waitForFunction(() => document.querySelector("#status")?.textContent.includes("repeat the queue"));
-    assert.equal(db.one("SELECT count(*) FROM queue_messages WHERE queue_name = 'later'"), "1");
+    assert.equal(db.one("SELECT count(*) FROM queue_messages WHERE queue_name = 'later'"), "2");
     await page.click("#purge");
     await page.waitForSelector("#confirm[open]");
     await page.type("#confirm-reason", "later");

@@ -86,6 +86,20 @@ struct queue_stats {
   std::int64_t cancelled = 0;
 };
 
+// One type's counts (stats_by_type).
+struct type_stats {
+  std::string type;
+  queue_stats counts;
+  std::optional<std::int64_t> oldest_pending_enqueued_at;  // unix seconds; unset when none is pending
+};
+
+// Ops of one type enqueued, and finished done, in one minute (throughput).
+struct throughput_minute {
+  std::string type;
+  std::int64_t minute = 0;  // unix seconds of the minute's start
+  std::int64_t enqueued = 0, completed = 0;
+};
+
 // One op the rescuer (or a legacy orphan sweep) moved.
 struct rescued_op {
   std::string id;
@@ -228,6 +242,13 @@ class queue {
                                        std::string_view cursor = {}, const call_options& call = {});
   // Five counts from one snapshot.
   [[nodiscard]] queue_stats stats(const call_options& call = {});
+  // The same counts per type, by type name, with each type's oldest pending op.
+  [[nodiscard]] std::vector<type_stats> stats_by_type(const call_options& call = {});
+  // Per type and minute over the last `window` (1 min..24 h), from the ops'
+  // own times: enqueued_at, and finished_at of done ops. Minutes with
+  // neither are absent. Errors: invalid_argument (window).
+  [[nodiscard]] std::vector<throughput_minute> throughput(std::chrono::minutes window = std::chrono::minutes(60),
+                                                          const call_options& call = {});
   // Requeues (T10) every running op whose started_at is NULL or ≤ now −
   // older_than (whole seconds on SQLite); returns how many. It ignores
   // heartbeats: on a shared table it takes ops from live workers on other

@@ -1,0 +1,91 @@
+#include "serve/console/sampler.hpp"
+
+#include <algorithm>
+
+#include "spool/error.hpp"
+#include "spool/mq/browser.hpp"
+
+namespace spool::serve::console {
+
+namespace {
+
+constexpr std::int64_t history_s = 3600;
+
+std::int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+mq_sampler::mq_sampler(mq::browser& b, std::chrono::seconds interval)
+    : browser_(b),
+      interval_(std::max(interval, std::chrono::seconds(1))),
+      thread_([this](const std::stop_token& stop) { run(stop); }) {}
+
+mq_sampler::~mq_sampler() {
+  thread_.request_stop();
+  wake_.notify_all();
+}
+
+void mq_sampler::run(const std::stop_token& stop) {
+  std::int64_t last = now_s();
+  std::map<std::string, std::int64_t> boundary;  // per queue, rows of the second `last` counted already
+  while (!stop.stop_requested()) {
+    try {
+      sample s{now_s(), {}};
+      std::map<std::string, std::int64_t> next_boundary;
+      for (const auto& q : browser_.queues(last)) {
+        s.t = q.as_of;
+        const auto seen = boundary.find(q.queue);
+        const auto arrived = q.created_since - (seen == boundary.end() ? 0 : seen->second);
+        s.queues[q.queue] = {q.visible + q.in_flight + q.delayed, std::max<std::int64_t>(0, arrived),
+                             q.created_in_as_of};
+        next_boundary[q.queue] = q.created_in_as_of;
+      }
+      boundary = std::move(next_boundary);
+      last = s.t;
+      std::lock_guard lock(mu_);
+      samples_.push_back(std::move(s));
+      while (!samples_.empty() && samples_.front().t < last - history_s) samples_.pop_front();
+    } catch (const spool::error&) {
+      // The database is away: this interval has no sample, the next one tries again.
+    }
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, stop, interval_, [] { return false; });
+  }
+}
+
+nlohmann::json mq_sampler::history() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, nlohmann::json> by_queue;
+  for (std::size_t i = 1; i < samples_.size(); ++i) {
+    const auto& prev = samples_[i - 1];
+    const auto& cur = samples_[i];
+    const double dt = static_cast<double>(std::max<std::int64_t>(1, cur.t - prev.t));
+    for (const auto& [queue, counts] : cur.queues) {
+      const auto before = prev.queues.find(queue);
+      const std::int64_t total_before = before == prev.queues.end() ? 0 : before->second.total;
+      const auto arrived = counts.arrived;
+      const auto completed = std::max<std::int64_t>(0, arrived - (counts.total - total_before));
+      by_queue[queue].push_back({{"t", cur.t},
+                                 {"seconds", dt},
+                                 {"enqueued", static_cast<double>(arrived) / dt},
+                                 {"completed", static_cast<double>(completed) / dt}});
+    }
+    // A queue emptied since the last sample: its rows all left.
+    for (const auto& [queue, counts] : prev.queues) {
+      if (cur.queues.count(queue) == 0 && counts.total > 0) {
+        by_queue[queue].push_back({{"t", cur.t},
+                                   {"seconds", dt},
+                                   {"enqueued", 0.0},
+                                   {"completed", static_cast<double>(counts.total) / dt}});
+      }
+    }
+  }
+  nlohmann::json queues = nlohmann::json::array();
+  for (auto& [queue, points] : by_queue) queues.push_back({{"queue", queue}, {"points", std::move(points)}});
+  return {{"interval_s", interval_.count()}, {"queues", std::move(queues)}};
+}
+
+}  // namespace spool::serve::console
