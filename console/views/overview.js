@@ -31,6 +31,9 @@ function render(o, t) {
       ['In flight', (q) => q.in_flight, 'num'],
       ['Delayed', (q) => q.delayed, 'num'],
       ['Quarantined', (q) => q.quarantined ? h('a', { href: `#/mq/quarantine?queue=${encodeURIComponent(q.queue)}` }, q.quarantined) : 0, 'num'],
+      ['Dead-lettered', (q) => q.dead_letter_queue
+        ? h('a', { href: `#/mq?queue=${encodeURIComponent(q.dead_letter_queue)}`, title: `in ${q.dead_letter_queue}` }, q.dead_lettered)
+        : '—', 'num'],
       ['Oldest waiting', (q) => age(q.oldest_age_s), 'num'],
     ], queues, { id: 'mq-overview' })
     : h('p', { class: 'muted' }, 'No queue holds a message.');

@@ -40,6 +40,12 @@ describe(`the console on ${engine}`, () => {
     deadEnvelope = spoolJson(db.uri, ["outbox", "write", "--topic", "invoice.created"], '{"invoice":1}').id;
     await runUntil(["--db", db.uri, "relay", "--sink", "exec:false", "--max-attempts", "1"],
                    () => spoolJson(db.uri, ["outbox", "backlog"]).dead === 1);
+    // An SQS queue with a dead-letter queue holding two messages, as the SQS API records them.
+    const policy = JSON.stringify({ deadLetterTargetArn: "arn:aws:sqs:eu-west-1:000000000000:orders-dlq", maxReceiveCount: "3" });
+    db.sql(`INSERT INTO spool_mq_queues (name, account, attributes, tags, created_at, modified_at)
+            VALUES ('orders', '000000000000', '${JSON.stringify({ RedrivePolicy: policy }).replaceAll("'", "''")}', '{}', 1, 1),
+                   ('orders-dlq', '000000000000', '{}', '{}', 1, 1)`);
+    spoolJson(db.uri, ["mq", "publish", "--queue", "orders-dlq"], '{"n":"dead 1"}\n{"n":"dead 2"}\n');
     server = await startServer(db.uri, ["--console-token", token, "--console-sample-seconds", "1"]);
     browser = await launchBrowser();
     page = await browser.newPage();
@@ -77,6 +83,7 @@ describe(`the console on ${engine}`, () => {
     const quarantined = db.one("SELECT count(*) FROM queue_messages_failed WHERE queue_name = 'orders'");
     assert.deepEqual(row.slice(0, 5), ["orders", visible, "0", "0", quarantined]);
     assert.equal(visible, String(messages));
+    assert.equal(row[5], "2", "the dead-letter queue's messages are the source queue's dead-lettered count");
     const stats = spoolJson(db.uri, ["ops", "stats"]);
     const failed = await page.$eval('#ops-overview [data-count="failed"] .big', (el) => el.textContent);
     assert.equal(failed, String(stats.failed));
