@@ -3,13 +3,13 @@
 // on it, Debian's chromium through puppeteer-core, SQL through the engine's
 // own CLI (sqlite3 or psql), and screenshots kept as test artifacts. A
 // component that cannot start fails the test loudly.
-import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import puppeteer from "puppeteer-core";
+import { spawnServe } from "../support/serve_process.mjs";
 
 export const cli = process.env.SPOOL_CLI;
 if (!cli) throw new Error("SPOOL_CLI must name the spool binary (it is set by CTest)");
@@ -48,25 +48,7 @@ export function spoolJson(uri, args, input) {
 
 // Starts spool serve on uri with extra arguments; returns { url, stop() }.
 export async function startServer(uri, extra = []) {
-  const server = spawn(cli, ["--db", uri, "serve", "--listen", "127.0.0.1:0", "--no-auth", ...extra],
-                       { stdio: ["ignore", "ignore", "pipe"] });
-  const url = await new Promise((resolve, reject) => {
-    let seen = "";
-    server.stderr.on("data", (chunk) => {
-      seen += chunk;
-      const m = seen.match(/listening on (https?:\/\/\S+)/);
-      if (m) resolve(m[1]);
-    });
-    server.on("exit", (code) => reject(new Error(`spool serve exited ${code}: ${seen}`)));
-  });
-  const stop = async () => {
-    if (server.exitCode === null) {
-      const exited = new Promise((resolve) => server.on("exit", resolve));
-      server.kill("SIGTERM");
-      assert.equal(await exited, 0);
-    }
-  };
-  return { url, stop };
+  return spawnServe(cli, ["--db", uri, "serve", "--listen", "127.0.0.1:0", "--no-auth", ...extra]);
 }
 
 // Runs a spool command in the background until done() holds (checked every

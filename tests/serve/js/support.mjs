@@ -2,13 +2,13 @@
 // SPOOL_SQS_ENGINE (sqlite or postgres), the real `spool serve` on it with a
 // credentials file, and a signed SQSClient. A component that cannot start
 // fails the test loudly.
-import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQSClient } from "@aws-sdk/client-sqs";
+import { spawnServe } from "../../support/serve_process.mjs";
 
 export const cli = process.env.SPOOL_CLI;
 if (!cli) throw new Error("SPOOL_CLI must name the spool binary (it is set by CTest)");
@@ -33,26 +33,13 @@ export async function startServer() {
   execFileSync(cli, ["--db", uri, "migrate"]);
   const creds = join(dir, "credentials");
   writeFileSync(creds, `${key.accessKeyId} ${key.secretAccessKey} ${account}\n`);
-  const server = spawn(cli, ["--db", uri, "serve", "--listen", "127.0.0.1:0", "--credentials", creds],
-                       { stdio: ["ignore", "ignore", "pipe"] });
-  const endpoint = await new Promise((resolve, reject) => {
-    let seen = "";
-    server.stderr.on("data", (chunk) => {
-      seen += chunk;
-      const m = seen.match(/listening on (https?:\/\/\S+)/);
-      if (m) resolve(m[1]);
-    });
-    server.on("exit", (code) => reject(new Error(`spool serve exited ${code}: ${seen}`)));
-  });
+  const server = await spawnServe(cli, ["--db", uri, "serve", "--listen", "127.0.0.1:0", "--credentials", creds]);
+  const endpoint = server.url;
   const client = (credentials = key) => new SQSClient({ endpoint, region: "eu-central-1", maxAttempts: 1, credentials });
   const sqs = client();
   const stop = async () => {
     sqs.destroy();
-    if (server.exitCode === null) {
-      const exited = new Promise((resolve) => server.on("exit", resolve));
-      server.kill("SIGTERM");
-      assert.equal(await exited, 0);
-    }
+    await server.stop();
     rmSync(dir, { recursive: true, force: true });
   };
   return { uri, endpoint, sqs, client, stop };
