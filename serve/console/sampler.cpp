@@ -28,26 +28,41 @@ mq_sampler::~mq_sampler() {
   wake_.notify_all();
 }
 
+// One sample. Arrivals are the growth of each (queue, second) cell of the
+// window: a row counted once is not counted again, and a row whose
+// transaction commits after a sample (stamped with an earlier second) is
+// counted at the next one, as long as its second is still in the window.
+void mq_sampler::take(seconds_seen& seen) {
+  const auto t = now_s();
+  const auto window = std::max<std::int64_t>(10, 2 * interval_.count());
+  seconds_seen now_seen;
+  for (const auto& a : browser_.created_since(t - window)) now_seen[a.queue][a.second] = a.rows;
+  sample s{t, {}};
+  for (const auto& q : browser_.queues()) s.queues[q.queue].total = q.visible + q.in_flight + q.delayed;
+  for (const auto& [queue, by_second] : now_seen) {
+    const auto before = seen.find(queue);
+    std::int64_t arrived = 0;
+    for (const auto& [second, rows] : by_second) {
+      std::int64_t had = 0;
+      if (before != seen.end()) {
+        const auto it = before->second.find(second);
+        if (it != before->second.end()) had = it->second;
+      }
+      arrived += std::max<std::int64_t>(0, rows - had);
+    }
+    s.queues[queue].arrived = arrived;
+  }
+  seen = std::move(now_seen);
+  std::lock_guard lock(mu_);
+  samples_.push_back(std::move(s));
+  while (!samples_.empty() && samples_.front().t < t - history_s) samples_.pop_front();
+}
+
 void mq_sampler::run(const std::stop_token& stop) {
-  std::int64_t last = now_s();
-  std::map<std::string, std::int64_t> boundary;  // per queue, rows of the second `last` counted already
+  seconds_seen seen;
   while (!stop.stop_requested()) {
     try {
-      sample s{now_s(), {}};
-      std::map<std::string, std::int64_t> next_boundary;
-      for (const auto& q : browser_.queues(last)) {
-        s.t = q.as_of;
-        const auto seen = boundary.find(q.queue);
-        const auto arrived = q.created_since - (seen == boundary.end() ? 0 : seen->second);
-        s.queues[q.queue] = {q.visible + q.in_flight + q.delayed, std::max<std::int64_t>(0, arrived),
-                             q.created_in_as_of};
-        next_boundary[q.queue] = q.created_in_as_of;
-      }
-      boundary = std::move(next_boundary);
-      last = s.t;
-      std::lock_guard lock(mu_);
-      samples_.push_back(std::move(s));
-      while (!samples_.empty() && samples_.front().t < last - history_s) samples_.pop_front();
+      take(seen);
     } catch (const spool::error&) {
       // The database is away: this interval has no sample, the next one tries again.
     }

@@ -1,13 +1,13 @@
 // The console's throughput history of the message queue. Acked messages
 // leave no row, so the rates are sampled while the server runs: every
-// interval the sampler reads each queue's row count and the rows created
-// since the last sample (one scan, mq::browser::queues), and keeps an hour.
-// Per interval, enqueued = the rows created in it that are still there (rows
-// are dated in whole seconds: those of the boundary second that the last
-// sample counted are not counted again), and completed = enqueued − the
-// growth of the queue; a message that arrives and is acked within one
-// interval is in neither. (Ops need no sampling: their
-// rows keep their times, see ops::queue::throughput.)
+// interval the sampler reads each queue's row count (mq::browser::queues)
+// and its rows per creation second over a recent window
+// (mq::browser::created_since), and keeps an hour of samples. Per interval,
+// enqueued = the rows that appeared in the window's seconds since the last
+// sample (so a transaction that commits a few seconds after its rows' time
+// still counts once), and completed = enqueued − the growth of the queue. A
+// message that arrives and is acked within one interval is in neither. (Ops
+// need no sampling: their rows keep their times, see ops::queue::throughput.)
 #pragma once
 
 #include <chrono>
@@ -42,14 +42,18 @@ class mq_sampler {
   [[nodiscard]] nlohmann::json history() const;
 
  private:
+  struct counts {
+    std::int64_t total = 0, arrived = 0;
+  };
   struct sample {
     std::int64_t t = 0;
-    struct counts {
-      std::int64_t total = 0, arrived = 0, in_boundary = 0;  // in_boundary: rows created in the second t
-    };
     std::map<std::string, counts> queues;
   };
+  // Per queue, per creation second: the rows seen there.
+  using seconds_seen = std::map<std::string, std::map<std::int64_t, std::int64_t>>;
+
   void run(const std::stop_token& stop);
+  void take(seconds_seen& seen);
 
   mq::browser& browser_;
   std::chrono::seconds interval_;

@@ -120,18 +120,15 @@ std::string browser::sql(std::string_view file) const {
                                           {{"{{s}}", spool::detail::schema_prefix(schema_)}});
 }
 
-std::vector<queue_overview> browser::queues(std::int64_t since) {
+std::vector<queue_overview> browser::queues() {
   std::map<std::string, queue_overview> by_name;
-  const auto now = now_s();
-  for (const auto& r : db_.exec(sql("queues"), {now, since})) {
+  for (const auto& r : db_.exec(sql("queues"), {now_s()})) {
     auto& q = by_name[r.at(0).value_or("")];
     q.queue = r.at(0).value_or("");
     q.visible = to_i64(r.at(1));
     q.in_flight = to_i64(r.at(2));
     q.delayed = to_i64(r.at(3));
     q.oldest_waiting_created_at = to_opt(r.at(4));
-    q.created_since = to_i64(r.at(5));
-    q.created_in_as_of = to_i64(r.at(6));
   }
   for (const auto& r : db_.exec(sql("failed_counts"))) {
     auto& q = by_name[r.at(0).value_or("")];
@@ -140,9 +137,14 @@ std::vector<queue_overview> browser::queues(std::int64_t since) {
   }
   std::vector<queue_overview> out;
   out.reserve(by_name.size());
-  for (auto& [name, q] : by_name) {
-    q.as_of = now;
-    out.push_back(std::move(q));
+  for (auto& [name, q] : by_name) out.push_back(std::move(q));
+  return out;
+}
+
+std::vector<arrivals> browser::created_since(std::int64_t since) {
+  std::vector<arrivals> out;
+  for (const auto& r : db_.exec(sql("recent"), {since})) {
+    out.push_back({r.at(0).value_or(""), to_i64(r.at(1)), to_i64(r.at(2))});
   }
   return out;
 }

@@ -45,6 +45,25 @@ TEST_P(mq_browser, each_queue_is_counted_by_state_with_its_quarantine_and_oldest
   EXPECT_EQ(qs[2].quarantined, 1);
 }
 
+TEST_P(mq_browser, rows_are_counted_per_queue_and_creation_second_from_a_given_second_on) {
+  insert_raw("a", "1", "{}", std::nullopt, 100);
+  insert_raw("a", "2", "{}", std::nullopt, 100);
+  insert_raw("a", "3", "{}", std::nullopt, 101);
+  insert_raw("a", "old", "{}", std::nullopt, 99);
+  insert_raw("b", "4", "{}", std::nullopt, 105);
+  mq::browser b(*db_);
+  const auto got = b.created_since(100);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].queue, "a");
+  EXPECT_EQ(got[0].second, 100);
+  EXPECT_EQ(got[0].rows, 2);
+  EXPECT_EQ(got[1].second, 101);
+  EXPECT_EQ(got[1].rows, 1);
+  EXPECT_EQ(got[2].queue, "b");
+  EXPECT_EQ(got[2].rows, 1);
+  EXPECT_TRUE(b.created_since(106).empty());
+}
+
 TEST_P(mq_browser, pages_follow_the_id_order_and_rows_that_come_and_go_never_repeat_or_skip_a_kept_row) {
   for (int i = 0; i < 25; ++i) insert_raw("q", fmt_id(i * 2), "{}");
   mq::browser b(*db_);

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,10 +31,13 @@ struct queue_overview {
   std::string queue;
   std::int64_t visible = 0, in_flight = 0, delayed = 0, quarantined = 0;
   std::optional<std::int64_t> oldest_waiting_created_at;  // unix seconds; unset when nothing waits
-  // For a sampler, rows still there: created at or after queues()'s `since`,
-  // and created in the second as_of (the clock the counts were read at).
-  std::int64_t created_since = 0, created_in_as_of = 0;
-  std::int64_t as_of = 0;  // unix seconds
+};
+
+// Rows of a queue created in one second (browser::created_since).
+struct arrivals {
+  std::string queue;
+  std::int64_t second = 0;  // unix seconds: the rows' created_at
+  std::int64_t rows = 0;    // still there
 };
 
 struct message_view {
@@ -88,12 +90,13 @@ class browser {
   // Errors: invalid_argument for an invalid schema name.
   explicit browser(database db, std::string schema = {});
 
-  // Every queue that holds a message or a quarantined row, by name, in one
-  // scan of queue_messages; created_since counts its rows created at or
-  // after `since` (unix seconds). Errors: unavailable, database_error (tables
-  // missing: `spool migrate`).
-  [[nodiscard]] std::vector<queue_overview> queues(
-      std::int64_t since = std::numeric_limits<std::int64_t>::max());
+  // Every queue that holds a message or a quarantined row, by name.
+  // Errors: unavailable, database_error (tables missing: `spool migrate`).
+  [[nodiscard]] std::vector<queue_overview> queues();
+  // The rows still there per queue and creation second, for the seconds from
+  // `since` (unix seconds) on, by queue and second: a sampler compares two
+  // readings to count arrivals. Errors: as queues().
+  [[nodiscard]] std::vector<arrivals> created_since(std::int64_t since);
   // Errors: invalid_argument (empty queue, limit, a filter over 1,000 bytes), then as queues().
   [[nodiscard]] message_page messages(const message_filter& f);
   // nullopt when the queue holds no such id.
