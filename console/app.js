@@ -6,7 +6,7 @@ import { h, show } from './dom.js';
 import { overview } from './views/overview.js';
 import { mqMessages, mqMessage, mqQuarantine, mqQuarantined } from './views/mq.js';
 import { opsList, opsOne, opsEnqueue } from './views/ops.js';
-import { outboxList } from './views/outbox.js';
+import { outboxList, outboxEnvelope } from './views/outbox.js';
 import { session, parseHash } from './nav.js';
 
 const routes = {
@@ -19,6 +19,7 @@ const routes = {
   'ops/op': opsOne,
   'ops/enqueue': opsEnqueue,
   outbox: outboxList,
+  'outbox/envelope': outboxEnvelope,
 };
 
 let stopView = null;

@@ -1,4 +1,4 @@
-// The op queue's pages: ops by status, one op with retry and cancel, and a
+// The op queue's pages: ops by status and type, one op with retry and cancel, and a
 // form that enqueues a new op.
 import { get, post } from '../api.js';
 import { h, show, table, fields, confirmAction, status } from '../dom.js';
@@ -8,14 +8,15 @@ import { pager } from './pager.js';
 const statuses = ['', 'pending', 'running', 'failed', 'done', 'cancelled'];
 
 export async function opsList(p) {
-  const page = await get('ops/list', { status: p.status, after: p.after, limit: p.limit || 50 });
+  const page = await get('ops/list', { status: p.status, type: p.type, after: p.after, limit: p.limit || 50 });
   const select = h('select', { name: 'status', id: 'f-status' },
     statuses.map((s) => h('option', { value: s, selected: s === (p.status || '') }, s || 'any')));
+  const type = h('input', { name: 'type', id: 'f-type', value: p.type || '', maxlength: 255 });
   const form = h('form', { class: 'filters', id: 'filters' }, h('label', {}, 'Status', select),
-    h('button', { type: 'submit', class: 'primary' }, 'Filter'));
+    h('label', {}, 'Type', type), h('button', { type: 'submit', class: 'primary' }, 'Filter'));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    go('ops', { status: select.value });
+    go('ops', { status: select.value, type: type.value });
   });
   show(
     h('h1', {}, 'Ops'),
@@ -32,7 +33,8 @@ export async function opsList(p) {
         ['Last error', (o) => o.last_error || ''],
       ], page.ops, { id: 'ops' })
       : h('p', { class: 'muted', id: 'ops-empty' }, 'No op matches.'),
-    pager(`ops:${p.status || ''}`, p.after, page.next, (after) => go('ops', { status: p.status, after })));
+    pager(`ops:${p.status || ''}:${p.type || ''}`, p.after, page.next,
+      (after) => go('ops', { status: p.status, type: p.type, after })));
 }
 
 export async function opsOne(p) {

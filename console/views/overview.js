@@ -22,6 +22,20 @@ function charts(t) {
     h('div', { class: 'cards charts', id: 'charts' }, blocks));
 }
 
+// The relay lag the transaction horizon causes (PostgreSQL only): ordered
+// rows committed but not yet claimable, and the open transaction holding them.
+function horizonCards(z) {
+  if (!z || !z.applies) return [];
+  const holder = z.oldest_transaction_age_s === null ? 'no open transaction'
+    : `${age(z.oldest_transaction_age_s)}${z.oldest_transaction_pid === null ? ' (prepared)' : ` (pid ${z.oldest_transaction_pid})`}`;
+  return [
+    h('div', { class: 'card', id: 'horizon-held', title: `horizon xid ${z.horizon_xid}, next xid ${z.next_xid}` },
+      h('div', { class: 'muted' }, 'held by the horizon'), h('div', { class: 'big' }, z.held > 10000 ? '> 10,000' : z.held)),
+    h('div', { class: 'card', id: 'horizon-holder' }, h('div', { class: 'muted' }, 'horizon held by'),
+      h('div', { class: 'big' }, holder)),
+  ];
+}
+
 function render(o, t) {
   const queues = o.mq.queues;
   const mq = queues.length
@@ -44,10 +58,10 @@ function render(o, t) {
           h('a', { class: 'card', href: `#/ops?status=${k === 'done_24h' ? 'done' : k}`, dataset: { count: k } },
             h('div', { class: 'muted' }, k === 'done_24h' ? 'done (24 h)' : k), h('div', { class: 'big' }, o.ops[k])))),
       o.ops.types.length ? table([
-        ['Type', (t) => t.type],
+        ['Type', (t) => h('a', { href: `#/ops?type=${encodeURIComponent(t.type)}` }, t.type)],
         ['Pending', (t) => t.pending, 'num'],
         ['Running', (t) => t.running, 'num'],
-        ['Failed', (t) => t.failed ? h('a', { href: '#/ops?status=failed' }, t.failed) : 0, 'num'],
+        ['Failed', (t) => t.failed ? h('a', { href: `#/ops?status=failed&type=${encodeURIComponent(t.type)}` }, t.failed) : 0, 'num'],
         ['Done (24 h)', (t) => t.done_24h, 'num'],
         ['Cancelled', (t) => t.cancelled, 'num'],
         ['Oldest pending', (t) => age(t.oldest_pending_age_s), 'num'],
@@ -59,7 +73,8 @@ function render(o, t) {
         h('a', { class: 'card', href: `#/outbox?state=${k === 'expired_leases' ? 'leased' : k}`, dataset: { count: k } },
           h('div', { class: 'muted' }, k.replace('_', ' ')), h('div', { class: 'big' }, o.outbox[k]))),
       h('div', { class: 'card' }, h('div', { class: 'muted' }, 'oldest pending'),
-        h('div', { class: 'big' }, age(o.outbox.oldest_pending_age_s))))
+        h('div', { class: 'big' }, age(o.outbox.oldest_pending_age_s))),
+      horizonCards(o.outbox.horizon))
     : h('p', { class: 'notice' }, o.outbox.why);
   show(
     h('h1', {}, 'Overview'),

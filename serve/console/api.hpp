@@ -84,6 +84,10 @@ std::vector<std::string> ids_member(const nlohmann::json& body, const std::strin
 // values of authToken and signingSecret members (at any depth) replaced by
 // "***"; raw text when it is not JSON. Sets "payload" and "payload_json".
 void put_payload(nlohmann::json& out, const std::string& payload);
+// The same redaction in place, for a JSON value shown as is (metadata).
+void redact_secrets(nlohmann::json& v);
+// A whole number of seconds parameter in 0..max, absent: nullopt.
+std::optional<std::int64_t> seconds_param(const http_request& r, const std::string& name, std::int64_t max);
 // RFC 3339 of unix seconds.
 std::string time_text(std::int64_t unix_seconds);
 

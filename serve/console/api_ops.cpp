@@ -1,4 +1,4 @@
-// The console's op-queue API over ops::queue: keyset pages by status, one op,
+// The console's op-queue API over ops::queue: keyset pages by status and type, one op,
 // and the operator's retry, cancel and enqueue.
 #include "serve/console/api.hpp"
 #include "spool/ops/queue.hpp"
@@ -34,7 +34,8 @@ nlohmann::json ops_read(api_context& ctx, std::string_view route, const http_req
         status != "failed" && status != "cancelled") {
       throw api_error{400, "invalid_status", "status must be pending, running, done, failed or cancelled"};
     }
-    const auto page = q.list_after(status, static_cast<std::int64_t>(limit_param(r)), text_param(r, "after"));
+    const ops::list_filter filter{status, text_param(r, "type", 255)};
+    const auto page = q.list_after(filter, static_cast<std::int64_t>(limit_param(r)), text_param(r, "after"));
     nlohmann::json out{{"ops", nlohmann::json::array()}, {"next", nullptr}};
     for (const auto& o : page.ops) out["ops"].push_back(op_json(o));
     if (!page.next_cursor.empty()) out["next"] = page.next_cursor;

@@ -1,5 +1,6 @@
-// The console's outbox API over outbox::store: pages of envelopes by state
-// and topic, and the operator's audited replay and prune.
+// The console's outbox API over outbox::store: pages of envelopes filtered by
+// state, topic, ordering key, id prefix and age; one envelope with its replay
+// audit; and the operator's audited replay and prune.
 #include "serve/console/api.hpp"
 #include "spool/outbox/store.hpp"
 
@@ -47,13 +48,48 @@ nlohmann::json outbox_read(api_context& ctx, std::string_view route, const http_
     outbox::inspect_query q;
     if (const auto state = text_param(r, "state", 16); !state.empty())
       q.state = outbox::parse_message_state(state);
-    if (const auto topic = text_param(r, "topic"); !topic.empty()) q.topic = topic;
+    if (const auto topic = text_param(r, "topic", 255); !topic.empty()) q.topic = topic;
+    // "key" present and empty would mean unordered rows; the form sends
+    // empty for "any", so only a non-empty key filters.
+    if (const auto key = text_param(r, "key", 255); !key.empty()) q.ordering_key = key;
+    if (const auto prefix = text_param(r, "id_prefix", 255); !prefix.empty()) q.id_prefix = prefix;
+    constexpr std::int64_t century_s = std::chrono::seconds(std::chrono::years(100)).count();
+    if (const auto age = seconds_param(r, "older_than", century_s))
+      q.min_age = std::chrono::seconds(*age);
     if (const auto before = text_param(r, "before"); !before.empty()) q.before = before;
     q.limit = limit_param(r);
     const auto page = s.inspect(q);
     nlohmann::json out{{"envelopes", nlohmann::json::array()}, {"next", nullptr}};
     for (const auto& m : page.messages) out["envelopes"].push_back(summary_json(m));
     if (page.next) out["next"] = *page.next;
+    return out;
+  }
+  if (route == "envelope") {
+    const auto id = text_param(r, "id", 255);
+    if (id.empty()) throw api_error{400, "missing_parameter", "id is required"};
+    const auto d = s.get(id);
+    auto history = nlohmann::json::array();
+    for (const auto& a : s.replay_history(id)) {
+      history.push_back({{"replay_id", a.replay_id},
+                         {"previous_state", outbox::to_string(a.previous_state)},
+                         {"requested_by", a.requested_by},
+                         {"reason", a.reason},
+                         {"requested_at", outbox::format_time(a.requested_at)},
+                         {"available_at", outbox::format_time(a.available_at)}});
+    }
+    // A pruned envelope keeps its audit: show that rather than "not found".
+    if (!d && history.empty()) throw api_error{404, "not_found", "no envelope has that id"};
+    nlohmann::json out = d ? summary_json(d->summary) : nlohmann::json{{"id", id}, {"state", "pruned"}};
+    out["replays"] = std::move(history);
+    if (d) {
+      put_payload(out, d->payload);
+      out["payload_bytes"] = d->payload.size();
+      out["payload_version"] = d->summary.payload_version;
+      nlohmann::json meta = nlohmann::json::object();
+      for (const auto& [k, v] : d->metadata) meta[k] = v;
+      redact_secrets(meta);
+      out["metadata"] = std::move(meta);
+    }
     return out;
   }
   throw api_error{404, "unknown_route", "no such console API"};

@@ -1,5 +1,6 @@
 // The console's overview: every mq queue's counts, the op queue's and the
-// outbox's, each with the age of its oldest waiting work, read now.
+// outbox's (with how far the transaction horizon holds ordered claims
+// back), each with the age of its oldest waiting work, read now.
 #include <chrono>
 #include <map>
 
@@ -108,6 +109,18 @@ nlohmann::json overview(api_context& ctx) {
   }
   if (ctx.outbox) {
     const auto b = ctx.outbox->backlog();
+    const auto h = ctx.outbox->horizon();
+    auto horizon = nlohmann::json{{"applies", h.applies}};
+    if (h.applies) {
+      horizon["horizon_xid"] = std::to_string(h.horizon_xid);
+      horizon["next_xid"] = std::to_string(h.next_xid);
+      horizon["held"] = h.held;
+      horizon["oldest_transaction_age_s"] =
+          h.oldest_transaction_age ? nlohmann::json(static_cast<double>(h.oldest_transaction_age->count()) / 1e6)
+                                   : nlohmann::json(nullptr);
+      horizon["oldest_transaction_pid"] =
+          h.oldest_transaction_pid ? nlohmann::json(*h.oldest_transaction_pid) : nlohmann::json(nullptr);
+    }
     out["outbox"] = {
         {"available", true},
         {"pending", b.pending},
@@ -116,7 +129,8 @@ nlohmann::json overview(api_context& ctx) {
         {"dead", b.dead},
         {"oldest_pending_age_s", b.oldest_pending_created_at
                                      ? nlohmann::json(static_cast<double>(b.oldest_pending_age.count()) / 1e6)
-                                     : nlohmann::json(nullptr)}};
+                                     : nlohmann::json(nullptr)},
+        {"horizon", std::move(horizon)}};
   } else {
     out["outbox"] = {{"available", false}, {"why", ctx.outbox_missing}};
   }

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "common/text/rfc3339.hpp"
 #include "common/text/utf8.hpp"
 #include "serve/console/api.hpp"
@@ -93,6 +95,19 @@ void put_payload(nlohmann::json& out, const std::string& payload) {
   redact(parsed);
   out["payload"] = parsed.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   out["payload_json"] = true;
+}
+
+void redact_secrets(nlohmann::json& v) { redact(v); }
+
+std::optional<std::int64_t> seconds_param(const http_request& r, const std::string& name, std::int64_t max) {
+  const auto text = text_param(r, name, 16);
+  if (text.empty()) return std::nullopt;
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0 || n > max) {
+    throw api_error{400, "invalid_parameter", fmt::format("{} must be whole seconds in 0..{}", name, max)};
+  }
+  return n;
 }
 
 std::string time_text(std::int64_t unix_seconds) {

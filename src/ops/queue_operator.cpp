@@ -66,10 +66,17 @@ list_page queue::list(std::string_view status, std::int64_t limit, std::int64_t 
 
 keyset_page queue::list_after(std::string_view status, std::int64_t limit, std::string_view cursor,
                               const call_options& call) {
+  return list_after(list_filter{std::string(status), {}}, limit, cursor, call);
+}
+
+keyset_page queue::list_after(const list_filter& filter, std::int64_t limit, std::string_view cursor,
+                              const call_options& call) {
   const auto n = checked_limit(limit);
+  if (filter.type.size() > 255)
+    throw error(errc::invalid_argument, "the type filter is over 255 bytes", "value_outside_bounds");
   const auto after = detail::decode_cursor(cursor);
   const auto lim = impl_->limits(call);
-  const auto rows = impl_->run([&] { return impl_->st->list_after(std::string(status), n, after, lim); });
+  const auto rows = impl_->run([&] { return impl_->st->list_after(filter, n, after, lim); });
   keyset_page out;
   for (const auto& r : rows) out.ops.push_back(detail::decode_row(r, false));
   if (static_cast<std::int64_t>(rows.size()) == n) {

@@ -123,7 +123,7 @@ class store {
   // The page's rows and the total, from one snapshot.
   virtual std::pair<std::vector<row>, std::int64_t> list(const std::string& status, std::int64_t limit,
                                                          std::int64_t offset, const call_options& call) = 0;
-  virtual std::vector<row> list_after(const std::string& status, std::int64_t limit,
+  virtual std::vector<row> list_after(const list_filter& filter, std::int64_t limit,
                                       const std::optional<cursor_key>& after, const call_options& call) = 0;
   virtual queue_stats stats(const call_options& call) = 0;
   // Rows of stats_by_type.sql and throughput.sql, as text.

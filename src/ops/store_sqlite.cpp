@@ -283,12 +283,12 @@ class sqlite_store final : public store {
     return out;
   }
 
-  std::vector<row> list_after(const std::string& status, std::int64_t limit,
+  std::vector<row> list_after(const list_filter& filter, std::int64_t limit,
                               const std::optional<cursor_key>& after, const call_options& call) override {
     auto conn = pool_.acquire(call);
     return conn->query(sql_.at("list_after"),
-                       {status, limit, after ? param(after->enqueued_at) : param(nullptr),
-                        after ? param(after->id) : param(nullptr)},
+                       {filter.status, limit, after ? param(after->enqueued_at) : param(nullptr),
+                        after ? param(after->id) : param(nullptr), filter.type},
                        call);
   }
 

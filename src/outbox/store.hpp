@@ -118,11 +118,15 @@ class store_backend {
   virtual std::optional<deliver_next_outcome> deliver_and_claim_next(const lease_ref& ref, std::int64_t lease_us,
                                                                      serialization mode, const call_options& c) = 0;
   virtual backlog_info backlog(const call_options& c) = 0;
-  // before: (created_at µs, id) exclusive upper bound.
-  virtual std::vector<message_summary> inspect(const std::optional<message_state>& state,
-                                               const std::optional<std::string>& topic,
+  // q checked already; before: (created_at µs, id) exclusive upper bound.
+  virtual std::vector<message_summary> inspect(const inspect_query& q,
                                                const std::optional<std::pair<std::int64_t, std::string>>& before,
-                                               std::size_t limit, const call_options& c) = 0;
+                                               const call_options& c) = 0;
+  // The row as {{cols}} selects it; nullopt: no row.
+  virtual std::optional<row> get(const std::string& id, const call_options& c) = 0;
+  // replay_history.sql's rows.
+  virtual std::vector<row> replay_history(const std::string& id, std::size_t limit, const call_options& c) = 0;
+  virtual horizon_info horizon(const call_options& c) = 0;
   // Locks the rows, checks them; on a problem returns the per-id statuses
   // (nothing changed); else applies T9 and the audit and returns the previous states.
   struct replay_outcome {
@@ -148,6 +152,11 @@ class store_backend {
 // Shared by both backends (backend_shared.cpp): inspect rows → summaries;
 // replay's per-id statuses (true when any id is not terminal).
 std::vector<message_summary> summaries_of(const std::vector<row>& rows);
+// The detail of a decoded full row; replay_history.sql's rows as records.
+message_detail detail_of(full_row&& r);
+std::vector<replay_record> records_of(const std::vector<row>& rows);
+// inspect.sql's parameters after the cursor's ($6..$8 / ?6..?8).
+std::vector<param> inspect_filters(const inspect_query& q);
 bool replay_conflicts(const std::vector<std::string>& ids, const std::vector<row>& locked,
                       store_backend::replay_outcome& out);
 

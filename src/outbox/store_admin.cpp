@@ -1,5 +1,5 @@
 // The outbox store's operator calls (outbox.md §6.3, §6.4): inspect, with its
-// cursors, and replay.
+// cursors and filters, one envelope, its replay history, the horizon, and replay.
 #include <fmt/format.h>
 
 #include <set>
@@ -54,13 +54,46 @@ inspect_page store::inspect(const inspect_query& q, const call_options& c) {
             fmt::format("limit = {} is outside 1..{}", q.limit, options_.max_admin_batch));
   }
   if (q.topic && q.topic->size() > 255) invalid("value_outside_bounds", "topic is over 255 bytes");
+  if (q.ordering_key && q.ordering_key->size() > 255)
+    invalid("value_outside_bounds", "ordering key is over 255 bytes");
+  if (q.id_prefix && (q.id_prefix->empty() || q.id_prefix->size() > 255))
+    invalid("value_outside_bounds", "an id prefix is 1..255 bytes");
+  constexpr auto century = std::chrono::duration_cast<microseconds>(std::chrono::years(100));
+  if (q.min_age && (q.min_age->count() < 0 || *q.min_age > century))
+    invalid("value_outside_bounds", "a minimum age is 0..100 years");
   std::optional<std::pair<std::int64_t, std::string>> before;
   if (q.before) before = parse_cursor(*q.before);
   inspect_page page;
-  page.messages = backend_->inspect(q.state, q.topic, before, q.limit, c);
+  page.messages = backend_->inspect(q, before, c);
   if (page.messages.size() == q.limit) page.next = make_cursor(page.messages.back());
   return page;
 }
+
+namespace {
+
+void check_id(const std::string& id) {
+  if (id.empty() || id.size() > 255) invalid("value_outside_bounds", "an envelope id is 1..255 bytes");
+}
+
+}  // namespace
+
+std::optional<message_detail> store::get(const std::string& id, const call_options& c) {
+  check_id(id);
+  auto r = backend_->get(id, c);
+  if (!r) return std::nullopt;
+  return detail::detail_of(detail::decode_row(*r));
+}
+
+std::vector<replay_record> store::replay_history(const std::string& id, std::size_t limit,
+                                                 const call_options& c) {
+  check_id(id);
+  if (limit < 1 || limit > options_.max_admin_batch) {
+    invalid("invalid_admin_limit", fmt::format("limit = {} is outside 1..{}", limit, options_.max_admin_batch));
+  }
+  return detail::records_of(backend_->replay_history(id, limit, c));
+}
+
+horizon_info store::horizon(const call_options& c) { return backend_->horizon(c); }
 
 replay_result store::replay(const replay_request& r, const call_options& c) {
   if (r.ids.empty()) invalid("replay_ids_required", "replay needs at least one id");

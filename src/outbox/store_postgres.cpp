@@ -57,6 +57,9 @@ class postgres_backend final : public store_backend {
                           "release",
                           "backlog",
                           "inspect",
+                          "get",
+                          "replay_history",
+                          "horizon",
                           "replay_lock",
                           "replay_apply",
                           "prune_delivered",
@@ -279,18 +282,43 @@ class postgres_backend final : public store_backend {
     return b;
   }
 
-  std::vector<message_summary> inspect(const std::optional<message_state>& state,
-                                       const std::optional<std::string>& topic,
+  std::vector<message_summary> inspect(const inspect_query& q,
                                        const std::optional<std::pair<std::int64_t, std::string>>& before,
-                                       std::size_t limit, const call_options& c) override {
+                                       const call_options& c) override {
+    std::vector<param> params{q.state ? param(std::string(to_string(*q.state))) : param(nullptr),
+                              q.topic ? param(*q.topic) : param(nullptr),
+                              before ? param(before->first) : param(nullptr),
+                              before ? param(before->second) : param(std::string()),
+                              static_cast<std::int64_t>(q.limit)};
+    for (auto& p : inspect_filters(q)) params.push_back(std::move(p));
     txn tx(impl(), c);
-    const auto rows =
-        tx.query(sql_.at("inspect"),
-                 {state ? param(std::string(to_string(*state))) : param(nullptr),
-                  topic ? param(*topic) : param(nullptr), before ? param(before->first) : param(nullptr),
-                  before ? param(before->second) : param(std::string()), static_cast<std::int64_t>(limit)},
-                 intent::read);  // read only: rolled back
-    return summaries_of(rows);
+    return summaries_of(tx.query(sql_.at("inspect"), params, intent::read));  // read only: rolled back
+  }
+
+  std::optional<row> get(const std::string& id, const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    auto rows = conn->query(sql_.at("get"), {id}, intent::read, c);
+    if (rows.empty()) return std::nullopt;
+    return std::move(rows.front());
+  }
+
+  std::vector<row> replay_history(const std::string& id, std::size_t limit, const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    return conn->query(sql_.at("replay_history"), {n_.qualified, id, static_cast<std::int64_t>(limit)},
+                       intent::read, c);
+  }
+
+  horizon_info horizon(const call_options& c) override {
+    auto conn = impl().pg_pool().acquire(c);
+    const auto r = conn->query(sql_.at("horizon"), {}, intent::read, c).at(0);
+    horizon_info h;
+    h.applies = true;
+    h.horizon_xid = std::stoull(r.at(0).value_or("0"));
+    h.next_xid = std::stoull(r.at(1).value_or("0"));
+    h.held = std::stoll(r.at(2).value_or("0"));
+    if (r.at(3)) h.oldest_transaction_pid = std::stoi(*r[3]);
+    if (r.at(4)) h.oldest_transaction_age = std::chrono::microseconds(std::max<std::int64_t>(0, std::stoll(*r[4])));
+    return h;
   }
 
   replay_outcome replay(const replay_request& r, const std::string& replay_id, std::int64_t lock_timeout_ms,

@@ -43,6 +43,8 @@ class sqlite_backend final : public store_backend {
                           "release",
                           "backlog",
                           "inspect",
+                          "get",
+                          "replay_history",
                           "replay_lock",
                           "replay_audit",
                           "replay_apply",
@@ -254,18 +256,35 @@ class sqlite_backend final : public store_backend {
     return b;
   }
 
-  std::vector<message_summary> inspect(const std::optional<message_state>& state,
-                                       const std::optional<std::string>& topic,
+  std::vector<message_summary> inspect(const inspect_query& q,
                                        const std::optional<std::pair<std::int64_t, std::string>>& before,
-                                       std::size_t limit, const call_options& c) override {
+                                       const call_options& c) override {
+    std::vector<param> params{q.state ? param(std::string(to_string(*q.state))) : param(nullptr),
+                              q.topic ? param(*q.topic) : param(nullptr),
+                              before ? param(before->first) : param(nullptr),
+                              before ? param(before->second) : param(std::string()),
+                              static_cast<std::int64_t>(q.limit)};
+    for (auto& p : inspect_filters(q)) params.push_back(std::move(p));
+    params.emplace_back(host_now_us());
     auto conn = impl().sqlite_pool().acquire(c);
-    return summaries_of(
-        conn->query(sql_.at("inspect"),
-                    {state ? param(std::string(to_string(*state))) : param(nullptr),
-                     topic ? param(*topic) : param(nullptr), before ? param(before->first) : param(nullptr),
-                     before ? param(before->second) : param(std::string()), static_cast<std::int64_t>(limit)},
-                    c));
+    return summaries_of(conn->query(sql_.at("inspect"), params, c));
   }
+
+  std::optional<row> get(const std::string& id, const call_options& c) override {
+    auto conn = impl().sqlite_pool().acquire(c);
+    auto rows = conn->query(sql_.at("get"), {id}, c);
+    if (rows.empty()) return std::nullopt;
+    return std::move(rows.front());
+  }
+
+  std::vector<row> replay_history(const std::string& id, std::size_t limit, const call_options& c) override {
+    auto conn = impl().sqlite_pool().acquire(c);
+    return conn->query(sql_.at("replay_history"), {n_.qualified, id, static_cast<std::int64_t>(limit)}, c);
+  }
+
+  // Engine difference (docs/ARCHITECTURE.md): SQLite's one writer commits in
+  // position order, so no transaction horizon holds ordered claims back.
+  horizon_info horizon(const call_options&) override { return {}; }
 
   replay_outcome replay(const replay_request& r, const std::string& replay_id, std::int64_t,
                         const call_options& c) override {

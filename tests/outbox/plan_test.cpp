@@ -32,9 +32,10 @@ const std::vector<statement>& statements() {
       {"claim_next_by_key", "'relay', 1, 30000000, 'k7'", "claim next (by_ordering_key)"},
       {"claim_next_by_topic", "'relay', 1, 30000000, 'topic7'", "claim next (by_topic)"},
       {"backlog", "", "backlog"},
-      {"inspect", "NULL, NULL, NULL, '', 100", "inspect"},
-      {"inspect", "'dead', NULL, " + now_us + ", '', 100", "inspect (state, cursor)"},
-      {"inspect", "NULL, 'topic3', NULL, '', 100", "inspect (topic)"},
+      {"inspect", "NULL, NULL, NULL, '', 100, NULL, NULL, NULL", "inspect"},
+      {"inspect", "'dead', NULL, " + now_us + ", '', 100, NULL, NULL, NULL", "inspect (state, cursor)"},
+      {"inspect", "NULL, 'topic3', NULL, '', 100, NULL, NULL, NULL", "inspect (topic)"},
+      {"inspect", "NULL, NULL, NULL, '', 100, 'k7', 'ab', 60000000", "inspect (key, id prefix, age)"},
       {"prune_delivered", now_us + ", 100", "prune delivered"},
       {"prune_dead", now_us + ", 100", "prune dead"},
       {"archive_select_delivered", now_us + ", 100", "archive delivered"},
@@ -104,6 +105,12 @@ ANALYZE outbox_messages;)",
   void expect_index_plans(int rows, bool store_settings) {
     for (const auto* mode : {"force_custom_plan", "force_generic_plan"}) {
       for (const auto& s : statements()) {
+        // inspect's optional operator filters ($6..$8, "NULL or equal") each
+        // shrink the generic estimate to a few rows, so on the server's own
+        // settings the planner may prefer scan-and-sort; the store never runs
+        // it so (enable_seqscan off, the last test here), and with that
+        // setting it walks created_idx in order and stops at its limit.
+        if (!store_settings && s.file == "inspect") continue;
         const std::string p = plan(s, store_settings, mode);
         EXPECT_EQ(p.find("Seq Scan"), std::string::npos)
             << s.label << " at " << rows << " rows (" << mode << (store_settings ? ", store settings" : ", defaults")
@@ -124,7 +131,7 @@ TEST_F(outbox_plans_postgres, claim_backlog_inspect_and_retention_use_indexes_at
     expect_index_plans(rows, /*store_settings=*/true);
   }
   // With mostly terminal rows the planner picks the partial indexes on its
-  // own, without the store's setting.
+  // own, without the store's setting (inspect aside: see expect_index_plans).
   expect_index_plans(100000, /*store_settings=*/false);
 }
 

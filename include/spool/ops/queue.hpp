@@ -78,6 +78,12 @@ struct keyset_page {
   std::string next_cursor;  // empty: the end
 };
 
+// What list_after filters on; an empty field does not filter.
+struct list_filter {
+  std::string status;  // exact status
+  std::string type;    // exact op type
+};
+
 struct queue_stats {
   std::int64_t pending = 0;  // includes scheduled ops
   std::int64_t running = 0;
@@ -239,6 +245,10 @@ class queue {
   // Keyset pages in the same order, strictly after cursor (empty: the
   // start). Errors: invalid_argument (limit, malformed cursor).
   [[nodiscard]] keyset_page list_after(std::string_view status, std::int64_t limit,
+                                       std::string_view cursor = {}, const call_options& call = {});
+  // The same with a status and a type filter (each exact, empty: any).
+  // Errors: invalid_argument (limit, malformed cursor, a type over 255 bytes).
+  [[nodiscard]] keyset_page list_after(const list_filter& filter, std::int64_t limit,
                                        std::string_view cursor = {}, const call_options& call = {});
   // Five counts from one snapshot.
   [[nodiscard]] queue_stats stats(const call_options& call = {});

@@ -109,9 +109,14 @@ struct message_summary {
   position pos;
 };
 
+// Every set field filters (all must match).
 struct inspect_query {
   std::optional<message_state> state;
-  std::optional<std::string> topic;
+  std::optional<std::string> topic;         // exact
+  std::optional<std::string> ordering_key;  // exact ("" matches unordered rows)
+  std::optional<std::string> id_prefix;     // the id starts with it (1..255 bytes, no wildcards)
+  // Created at least this long before database now (0..100 years).
+  std::optional<std::chrono::microseconds> min_age;
   // A cursor from a previous page, or an RFC 3339 time T (rows created before T).
   std::optional<std::string> before;
   std::size_t limit = 100;
@@ -122,6 +127,36 @@ struct inspect_page {
   std::optional<std::string> next;        // set when the page is full
 };
 
+// One envelope as stored, for an operator: its summary, payload and
+// metadata (never the lease token).
+struct message_detail {
+  message_summary summary;
+  std::string payload;  // opaque bytes
+  std::map<std::string, std::string> metadata;
+};
+// One row of the replay audit (§6.4).
+struct replay_record {
+  std::string replay_id, message_id;
+  message_state previous_state = message_state::dead;
+  std::string requested_by, reason;
+  time_point requested_at, available_at;
+};
+// How far PostgreSQL's transaction horizon holds ordered claims back (§6.1,
+// the horizon rule): a keyed row waits until every transaction that started
+// before it committed has ended. SQLite has no horizon (applies false): its
+// writers commit one at a time, in position order.
+struct horizon_info {
+  bool applies = false;
+  std::uint64_t horizon_xid = 0;  // pg_snapshot_xmin of a current snapshot
+  std::uint64_t next_xid = 0;     // pg_snapshot_xmax
+  // Due pending rows with an ordering key that wait at or above the horizon;
+  // counted up to 10,001.
+  std::int64_t held = 0;
+  // The oldest open transaction with an xid (or prepared transaction) this
+  // role can see: what holds the horizon. pid is unset for a prepared one.
+  std::optional<std::chrono::microseconds> oldest_transaction_age;
+  std::optional<int> oldest_transaction_pid;
+};
 struct replay_request {
   std::vector<std::string> ids;
   std::string requested_by;
@@ -264,7 +299,21 @@ class store {
 
   // §6.3.
   backlog_info backlog(const call_options& c = {});
+  // Errors: invalid_argument (invalid_admin_limit, value_outside_bounds for
+  // a topic, key or prefix over 255 bytes, an empty prefix or an age outside
+  // 0..100 years, a malformed cursor), unavailable, database_error.
   inspect_page inspect(const inspect_query& q, const call_options& c = {});
+  // One envelope by id, with payload and metadata; nullopt when no row has it.
+  // Errors: invalid_argument (an id of 0 or over 255 bytes), invalid_state
+  // (malformed_row), unavailable, database_error.
+  std::optional<message_detail> get(const std::string& id, const call_options& c = {});
+  // The replay audit of one id, newest first, at most `limit` rows
+  // (1..max_admin_batch); it outlives the row's prune. Errors: as get, and
+  // invalid_argument (invalid_admin_limit).
+  std::vector<replay_record> replay_history(const std::string& id, std::size_t limit = 100,
+                                            const call_options& c = {});
+  // The horizon now (see horizon_info). Errors: unavailable, database_error.
+  horizon_info horizon(const call_options& c = {});
   // §6.4. Errors: replay_conflict, unauthorized (replay_unauthorized),
   // invalid_argument, unavailable (lock wait over replay_lock_timeout).
   replay_result replay(const replay_request& r, const call_options& c = {});

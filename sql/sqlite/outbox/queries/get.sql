@@ -1,0 +1,3 @@
+-- One envelope (§6.3), whole: the operator's detail view. The lease token is
+-- selected by {{cols}} but never leaves the store. ?1 id.
+SELECT {{cols}} FROM {{t}} WHERE id = ?1
