@@ -54,7 +54,12 @@ endif
 deps:
 	@bash scripts/install-deps.sh
 
-configure: deps
+# What builds and runs Spool, without the test clients (browsers, AWS CLIs).
+.PHONY: build-deps
+build-deps:
+	@bash scripts/install-deps.sh --build
+
+configure: build-deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
 
 # Only the main job's targets: tests, benchmarks and fuzzers are built by `make test`.

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -34,7 +35,8 @@ struct outbox_args {
   // write
   std::string topic, key, idempotency_key;
   // inspect
-  std::string state, before;
+  std::string state, before, id_prefix;
+  std::optional<std::string> ordering_key;  // set and empty: unordered envelopes
   std::size_t limit = 0;
   // replay
   std::vector<std::string> ids;
@@ -117,6 +119,9 @@ void run_inspect(cli_context& ctx, const outbox_args& a) {
   if (!a.state.empty()) q.state = parse_message_state(a.state);
   if (!a.topic.empty()) q.topic = a.topic;
   if (!a.before.empty()) q.before = a.before;
+  q.ordering_key = a.ordering_key;
+  if (!a.id_prefix.empty()) q.id_prefix = a.id_prefix;
+  if (!a.older_than.empty()) q.min_age = parse_duration(a.older_than, "--older-than");
   q.limit = a.limit == 0 ? 100 : a.limit;
   const auto page = s.inspect(q);
   if (ctx.json) {
@@ -277,6 +282,10 @@ void add_outbox_command(CLI::App& app, cli_context& ctx) {
   add_table_options(*inspect, ctx, *a);
   inspect->add_option("--state", a->state, "pending, leased, delivered or dead");
   inspect->add_option("--topic", a->topic, "Only this topic");
+  inspect->add_option("--key", a->ordering_key, "Only this ordering key (\"\" for unordered envelopes)");
+  inspect->add_option("--id-prefix", a->id_prefix, "Only ids starting with these bytes (no wildcards)");
+  inspect->add_option("--older-than", a->older_than,
+                      "Only envelopes created at least this long ago (30, 500ms, 7d)");
   inspect->add_option("--before", a->before, "An RFC 3339 time or the previous page's cursor");
   inspect->add_option("--limit", a->limit, "Page size [default: 100]");
   inspect->callback([&ctx, a] { ctx.action = [&ctx, a] { run_inspect(ctx, *a); }; });

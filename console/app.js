@@ -23,6 +23,10 @@ const routes = {
 };
 
 let stopView = null;
+// Routes run one after another: a slow view that finishes after the operator
+// moved on must not overwrite the newer page, and its live refresh must be
+// stopped by the next route rather than leak.
+let routing = Promise.resolve();
 
 function markNav(path) {
   const section = path.split('/')[0];
@@ -33,22 +37,41 @@ function markNav(path) {
   }
 }
 
-async function route() {
+function route() {
+  routing = routing.then(renderRoute, renderRoute);
+  return routing;
+}
+
+// <main data-rendered> names the hash whose view finished rendering, and
+// aria-busy says a view is on its way: readers (and tests) know which page
+// they are looking at rather than guessing from what happens to be shown.
+async function renderRoute() {
+  const main = document.getElementById('main');
+  const hash = location.hash;
+  delete main.dataset.rendered;
+  main.setAttribute('aria-busy', 'true');
   if (stopView) stopView();
   stopView = null;
-  if (!session.current) return;
+  if (!session.current) {
+    main.removeAttribute('aria-busy');
+    return;
+  }
   const { path, params } = parseHash();
   const view = routes[path];
   markNav(path);
   if (!view) {
     show(h('h1', {}, 'Not found'), h('p', {}, 'No such page. '), h('a', { href: '#/' }, 'Overview'));
-    return;
+  } else {
+    try {
+      stopView = (await view(params)) || null;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) return start();
+      show(h('h1', {}, 'Error'), h('p', { class: 'error', role: 'alert' }, e.message));
+    }
   }
-  try {
-    stopView = (await view(params)) || null;
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 401) return start();
-    show(h('h1', {}, 'Error'), h('p', { class: 'error', role: 'alert' }, e.message));
+  if (location.hash === hash) {
+    main.removeAttribute('aria-busy');
+    main.dataset.rendered = hash;
   }
 }
 

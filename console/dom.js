@@ -28,7 +28,9 @@ export function fields(pairs) {
 
 export function show(...nodes) {
   const main = document.getElementById('main');
-  main.replaceChildren(...nodes.flat());
+  // Views pass null for a part that does not apply (an action a state has
+  // not): replaceChildren would print it as the text "null".
+  main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
 }
 
 export function age(seconds) {

@@ -2,6 +2,8 @@
 # install-deps.sh — installs the Debian 12 packages Spool needs to build, test and run.
 # Idempotent and silent when everything is present: it asks dpkg which packages are missing and
 # only then runs apt-get (through sudo when not root). Prints one line when it installs something.
+#   install-deps.sh          what builds, tests and runs Spool, and the test clients (browsers, AWS CLIs)
+#   install-deps.sh --build  only what builds and runs Spool (`make run` needs no browser)
 set -euo pipefail
 
 PACKAGES=(
@@ -14,10 +16,18 @@ PACKAGES=(
   tzdata libssl-dev
   faketime
   clang libclang-rt-14-dev
-  jq
-  python3-boto3 awscli openssl
-  chromium
+  jq openssl
 )
+# The real clients the tests drive: the AWS SDK and CLI, and two browsers for the console.
+TEST_CLIENTS=(
+  python3-boto3 awscli
+  chromium firefox-esr
+)
+case "${1:-}" in
+  --build) ;;
+  "") PACKAGES+=("${TEST_CLIENTS[@]}") ;;
+  *) echo "usage: install-deps.sh [--build]" >&2; exit 2 ;;
+esac
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

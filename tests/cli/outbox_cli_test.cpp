@@ -4,6 +4,7 @@
 // CTest fixture).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -98,6 +99,29 @@ TEST_P(outbox_cli, backlog_and_inspect_print_the_documented_shapes) {
   EXPECT_TRUE(rest["next"].is_null());
   expect_failure(run({"outbox", "inspect", "--state", "gone", "--json"}), 1,
                  "spool: invalid_argument/invalid_message_state: ");
+}
+
+TEST_P(outbox_cli, inspect_narrows_by_ordering_key_id_prefix_and_age) {
+  const auto ids_of = [](const nlohmann::json& page) {
+    std::vector<std::string> ids;
+    for (const auto& m : page["messages"]) ids.push_back(m["id"]);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  const auto keyed = expect_json(run({"outbox", "write", "--topic", "t", "--key", "cust-1", "--json"}, "p"));
+  const auto plain = expect_json(run({"outbox", "write", "--topic", "t", "--json"}, "p"));
+  const std::string k = keyed["id"], u = plain["id"];
+  EXPECT_EQ(ids_of(expect_json(run({"outbox", "inspect", "--key", "cust-1", "--json"}))),
+            std::vector<std::string>{k});
+  EXPECT_EQ(ids_of(expect_json(run({"outbox", "inspect", "--key", "", "--json"}))),
+            std::vector<std::string>{u});
+  EXPECT_EQ(ids_of(expect_json(run({"outbox", "inspect", "--id-prefix", k, "--json"}))),
+            std::vector<std::string>{k});
+  EXPECT_TRUE(expect_json(run({"outbox", "inspect", "--id-prefix", "%", "--json"}))["messages"].empty())
+      << "a % in a prefix is a byte, never a wildcard";
+  EXPECT_TRUE(expect_json(run({"outbox", "inspect", "--older-than", "1d", "--json"}))["messages"].empty());
+  EXPECT_EQ(expect_json(run({"outbox", "inspect", "--older-than", "0", "--json"}))["messages"].size(), 2u);
+  expect_failure(run({"outbox", "inspect", "--older-than", "soon", "--json"}), 1, "spool: invalid_argument");
 }
 
 TEST_P(outbox_cli, replay_reports_items_and_a_conflict_names_each_id_on_stderr) {

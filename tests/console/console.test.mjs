@@ -6,7 +6,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import {
-  cli, engine, freshDatabase, spoolJson, startServer, runUntil, launchBrowser, screenshot, tableRows, cleanup,
+  cli, engine, freshDatabase, spoolJson, startServer, runUntil, launchBrowser, screenshot, tableRows, cleanup, openView, settled,
   sleep, writeFileSync, join,
 } from "./support.mjs";
 
@@ -97,7 +97,7 @@ describe(`the console on ${engine}`, () => {
     const burst = [];
     for (let i = 0; i < 50; i++) burst.push(JSON.stringify({ n: i }));
     spoolJson(db.uri, ["mq", "publish", "--queue", "burst"], burst.join("\n") + "\n");
-    await page.goto(server.url + "/console/#/");
+    await openView(page, server.url + "/console/#/");
     await page.waitForSelector('[data-chart="ops:thumbnail"] polyline');
     const sent = async () => page.evaluate(async () => {
       const t = await (await fetch("/console/api/throughput")).json();
@@ -118,7 +118,7 @@ describe(`the console on ${engine}`, () => {
   });
 
   test("paging through 1,000 messages shows each once, in order, while new ones arrive", async () => {
-    await page.goto(server.url + "/console/#/mq?queue=orders&limit=100");
+    await openView(page, server.url + "/console/#/mq?queue=orders&limit=100");
     await page.waitForSelector("#messages");
     const seen = [];
     for (let pageNo = 0; ; pageNo++) {
@@ -146,15 +146,15 @@ describe(`the console on ${engine}`, () => {
 
   test("filters narrow the messages: by state and by id prefix", async () => {
     const [first] = (await db.rows("SELECT id FROM queue_messages WHERE queue_name = 'orders' ORDER BY id LIMIT 1"))[0];
-    await page.goto(server.url + `/console/#/mq?queue=orders&id_prefix=${encodeURIComponent(first)}`);
+    await openView(page, server.url + `/console/#/mq?queue=orders&id_prefix=${encodeURIComponent(first)}`);
     await page.waitForFunction(() => document.querySelectorAll("#messages tbody tr").length === 1);
-    await page.goto(server.url + "/console/#/mq?queue=orders&state=in_flight");
+    await openView(page, server.url + "/console/#/mq?queue=orders&state=in_flight");
     await page.waitForSelector("#messages-empty");
   });
 
   test("a message shows its payload pretty-printed, with its authToken hidden", async () => {
     const id = db.one("SELECT id FROM queue_messages WHERE queue_name = 'orders' ORDER BY id LIMIT 1");
-    await page.goto(server.url + `/console/#/mq/message?queue=orders&id=${encodeURIComponent(id)}`);
+    await openView(page, server.url + `/console/#/mq/message?queue=orders&id=${encodeURIComponent(id)}`);
     await page.waitForSelector("#payload");
     const payload = await page.$eval("#payload", (el) => el.textContent);
     assert.match(payload, /"authToken": "\*\*\*"/);
@@ -164,11 +164,11 @@ describe(`the console on ${engine}`, () => {
   });
 
   test("a quarantined row shows its reason, and a poison row its raw text", async () => {
-    await page.goto(server.url + "/console/#/mq/quarantined?queue=orders&id=q-poison");
+    await openView(page, server.url + "/console/#/mq/quarantined?queue=orders&id=q-poison");
     await page.waitForSelector("#payload");
     assert.equal(await page.$eval("#payload", (el) => el.textContent), "not json at all");
     assert.match(await page.$eval("main", (el) => el.textContent), /undecodable payload/);
-    await page.goto(server.url + "/console/#/mq/quarantined?queue=orders&id=q-json");
+    await openView(page, server.url + "/console/#/mq/quarantined?queue=orders&id=q-json");
     await page.waitForFunction(() => document.querySelector("#payload")?.textContent.includes("***"));
     assert.doesNotMatch(await page.$eval("#payload", (el) => el.textContent), /hide-me/);
     await screenshot(page, "quarantined");
@@ -176,7 +176,7 @@ describe(`the console on ${engine}`, () => {
 
   test("redriving one row moves it back, the audit names the user and reason, and another tab's counts change without a reload", async () => {
     const live = await browser.newPage();
-    await live.goto(server.url + "/console/#/");
+    await openView(live, server.url + "/console/#/");
     await live.waitForSelector("#mq-overview");
     await live.evaluate(() => { window.notReloaded = true; });
     const quarantinedCell = () => live.$$eval("#mq-overview tbody tr", (trs) =>
@@ -185,7 +185,7 @@ describe(`the console on ${engine}`, () => {
 
     // Headless chromium draws only the front tab, and puppeteer's waits ride on its frames.
     await page.bringToFront();
-    await page.goto(server.url + "/console/#/mq/quarantine?queue=orders");
+    await openView(page, server.url + "/console/#/mq/quarantine?queue=orders");
     await page.waitForSelector("#quarantined");
     await page.click('input[aria-label="select q-json"]');
     await page.click("#redrive-selected");
@@ -212,7 +212,7 @@ describe(`the console on ${engine}`, () => {
     assert.ok(id, "a message is claimed");
     const visibleAt = () => Number(db.one(`SELECT visible_at FROM queue_messages WHERE queue_name = 'orders' AND id = '${id}'`));
     const before = visibleAt();
-    await page.goto(server.url + `/console/#/mq/message?queue=orders&id=${encodeURIComponent(id)}`);
+    await openView(page, server.url + `/console/#/mq/message?queue=orders&id=${encodeURIComponent(id)}`);
     await page.waitForSelector("#extend");
     await page.$eval("#extend-seconds", (el) => { el.value = "3600"; });
     await page.click("#extend");
@@ -229,7 +229,7 @@ describe(`the console on ${engine}`, () => {
   });
 
   test("purging a queue needs its name typed again, and deletes its messages only", async () => {
-    await page.goto(server.url + "/console/#/mq?queue=later");
+    await openView(page, server.url + "/console/#/mq?queue=later");
     await page.waitForSelector("#purge");
     await page.click("#purge");
     await page.waitForSelector("#confirm[open]");
@@ -247,11 +247,11 @@ describe(`the console on ${engine}`, () => {
   });
 
   test("retrying a failed op makes it pending again with its attempts reset", async () => {
-    await page.goto(server.url + "/console/#/ops?status=failed");
+    await openView(page, server.url + "/console/#/ops?status=failed");
     await page.waitForSelector("#ops");
     await screenshot(page, "ops");
     await page.click(`#ops a[href*="${failedOp}"]`);
-    await page.waitForSelector("#retry");
+    await settled(page, `#/ops/op?id=${encodeURIComponent(failedOp)}`);
     assert.match(await page.$eval("main", (el) => el.textContent), /cannot decode/);
     await page.click("#retry");
     await page.waitForSelector("#confirm[open]");
@@ -263,7 +263,7 @@ describe(`the console on ${engine}`, () => {
   });
 
   test("replaying a dead envelope needs a reason, and leaves an audit row naming the user", async () => {
-    await page.goto(server.url + "/console/#/outbox?state=dead");
+    await openView(page, server.url + "/console/#/outbox?state=dead");
     await page.waitForSelector("#envelopes");
     await screenshot(page, "outbox");
     await page.click(`input[aria-label="select ${deadEnvelope}"]`);
@@ -312,7 +312,7 @@ describe(`the console on ${engine}`, () => {
     const readOnly = await startServer(db.uri, ["--console-read-only"]);
     try {
       const ro = await browser.newPage();
-      await ro.goto(readOnly.url + "/console/#/mq/quarantine?queue=orders");
+      await openView(ro, readOnly.url + "/console/#/mq/quarantine?queue=orders");
       await ro.waitForSelector("#quarantined");
       assert.equal(await ro.$("#redrive-selected"), null);
       assert.match(await ro.$eval("#who", (el) => el.textContent), /read-only/);

@@ -2,7 +2,9 @@
 // engine of SPOOL_CONSOLE_ENGINE (sqlite or postgres), the real `spool serve`
 // on it, Debian's chromium through puppeteer-core, SQL through the engine's
 // own CLI (sqlite3 or psql), and screenshots kept as test artifacts. A
-// component that cannot start fails the test loudly.
+// component that cannot start fails the test loudly. SPOOL_CONSOLE_BROWSER
+// picks the browser: chromium (Debian's, over CDP) or firefox (Debian's
+// firefox-esr, over WebDriver BiDi).
 import { spawn, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync } from "node:fs";
@@ -14,8 +16,16 @@ import { spawnServe } from "../support/serve_process.mjs";
 export const cli = process.env.SPOOL_CLI;
 if (!cli) throw new Error("SPOOL_CLI must name the spool binary (it is set by CTest)");
 export const engine = process.env.SPOOL_CONSOLE_ENGINE ?? "sqlite";
-const chromium = process.env.SPOOL_CHROMIUM ?? "/usr/bin/chromium";
-if (!existsSync(chromium)) throw new Error(`no browser at ${chromium}: install Debian's chromium (make deps)`);
+export const browserName = process.env.SPOOL_CONSOLE_BROWSER ?? "chromium";
+const browsers = {
+  chromium: { path: process.env.SPOOL_CHROMIUM ?? "/usr/bin/chromium", package: "chromium" },
+  firefox: { path: process.env.SPOOL_FIREFOX ?? "/usr/bin/firefox-esr", package: "firefox-esr" },
+};
+if (!browsers[browserName]) throw new Error(`SPOOL_CONSOLE_BROWSER=${browserName}: expected chromium or firefox`);
+const executable = browsers[browserName].path;
+if (!existsSync(executable)) {
+  throw new Error(`no browser at ${executable}: install Debian's ${browsers[browserName].package} (make deps)`);
+}
 export const artifacts = process.env.SPOOL_CONSOLE_ARTIFACTS ?? join(tmpdir(), "spool-console-artifacts");
 mkdirSync(artifacts, { recursive: true });
 
@@ -70,8 +80,18 @@ export async function runUntil(args, done) {
 }
 
 export async function launchBrowser() {
+  if (browserName === "firefox") {
+    return puppeteer.launch({
+      browser: "firefox",
+      executablePath: executable,
+      headless: true,
+      protocolTimeout: 30000,
+      // Timers of background tabs run at full speed, as chromium's flags below ask.
+      extraPrefsFirefox: { "dom.min_background_timeout_value": 0, "dom.timeout.enable_budget_timer_throttling": false },
+    });
+  }
   return puppeteer.launch({
-    executablePath: chromium,
+    executablePath: executable,
     headless: true,
     // A call that hangs fails the test within 30 s instead of the default 180 s.
     protocolTimeout: 30000,
@@ -82,12 +102,30 @@ export async function launchBrowser() {
 }
 
 export async function screenshot(page, name, fullPage = true) {
-  await page.screenshot({ path: join(artifacts, `${engine}-${name}.png`), fullPage });
+  const prefix = browserName === "chromium" ? engine : `${browserName}-${engine}`;
+  await page.screenshot({ path: join(artifacts, `${prefix}-${name}.png`), fullPage });
 }
 
 // The texts of the cells of a table's body rows.
 export async function tableRows(page, selector) {
   return page.$$eval(`${selector} tbody tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent.trim())));
+}
+
+// Opens a console address and waits until the router has rendered that page:
+// the app marks <main data-rendered> with the hash whose view it finished, so
+// what the test reads next is never the previous page still on screen. An
+// address the page already shows is reloaded, as no hashchange would fire.
+export async function openView(page, url) {
+  const target = new URL(url);
+  if (page.url() === target.href) await page.reload();
+  else await page.goto(target.href);
+  await settled(page, target.hash);
+}
+
+// Waits until the page the router has rendered is the one the address bar
+// names (after a click or a form that changed the hash).
+export async function settled(page, hash = null) {
+  await page.waitForFunction((h) => document.getElementById("main")?.dataset.rendered === (h ?? location.hash), {}, hash);
 }
 
 export function cleanup(db) {
