@@ -4,7 +4,8 @@
 import { get, post, setSession, ApiError } from './api.js';
 import { h, show } from './dom.js';
 import { overview } from './views/overview.js';
-import { mqMessages, mqMessage, mqQuarantine, mqQuarantined } from './views/mq.js';
+import { mqMessages, mqMessage } from './views/mq.js';
+import { mqQuarantine, mqQuarantined } from './views/quarantine.js';
 import { opsList, opsOne, opsEnqueue } from './views/ops.js';
 import { outboxList, outboxEnvelope } from './views/outbox.js';
 import { session, parseHash } from './nav.js';

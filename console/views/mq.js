@@ -1,9 +1,11 @@
-// The message queue's pages: a queue's messages with filters, one message,
-// the quarantine and one quarantined row, and redrive.
+// The message queue's pages: a queue's messages with filters (a dead-letter
+// queue's with its redrive), one message with release and extend, and purge.
+// The quarantine's pages are in quarantine.js.
 import { get, post } from '../api.js';
 import { h, show, table, fields, confirmAction, status } from '../dom.js';
 import { go, session } from '../nav.js';
 import { pager } from './pager.js';
+import { deadLetters } from './dead_letters.js';
 
 const states = ['', 'visible', 'in_flight', 'delayed'];
 
@@ -55,14 +57,18 @@ export async function mqMessages(p) {
   const page = await get('mq/messages', { ...p, limit: p.limit || 50 });
   const filters = { queue: p.queue, state: p.state, group: p.group, id_prefix: p.id_prefix, min_age: p.min_age };
   const key = JSON.stringify(filters);
+  const dlq = page.dead_letter_for?.length
+    ? deadLetters(p.queue, page.dead_letter_for, filters, session.current.read_only, () => mqMessages(p)) : null;
   show(
     h('h1', {}, `Messages of ${p.queue}`),
     filterForm(names, p, (f) => go('mq', f)),
     h('p', {}, h('a', { href: `#/mq/quarantine?queue=${encodeURIComponent(p.queue)}` }, 'Quarantined rows of this queue')),
     session.current.read_only ? null : h('div', { class: 'actions' },
       h('button', { type: 'button', id: 'purge', class: 'danger', onclick: () => purge(p.queue) }, 'Purge the queue…')),
+    dlq?.actions,
     page.messages.length
       ? table([
+        ...(dlq && !session.current.read_only ? [['', (m) => dlq.box(m)]] : []),
         ['Id', (m) => h('a', { href: `#/mq/message?queue=${encodeURIComponent(m.queue)}&id=${encodeURIComponent(m.id)}` }, m.id)],
         ['State', (m) => m.state],
         ['Group', (m) => m.group ?? '—'],
@@ -102,84 +108,4 @@ export async function mqMessage(p) {
     h('h2', {}, m.payload_json ? 'Payload' : 'Payload (not JSON: the raw text)'),
     h('pre', { id: 'payload' }, m.payload),
     h('p', {}, h('a', { href: `#/mq?queue=${encodeURIComponent(m.queue)}` }, `← Messages of ${m.queue}`)));
-}
-
-async function redrive(queue, ids, all) {
-  const what = all ? `every quarantined row of ${queue}` : `${ids.length} row(s) of ${queue}`;
-  const reason = await confirmAction(`Redrive ${what} back to the queue?`, { askReason: true, label: 'Redrive' });
-  if (reason === null) return null;
-  return post('mq/redrive', all ? { queue, all: true, reason } : { queue, ids, reason });
-}
-
-function redriveOutcome(r) {
-  const parts = [`${r.redriven.length} redriven`];
-  if (r.conflicts.length) parts.push(`${r.conflicts.length} kept (a live message holds the id)`);
-  if (r.missing.length) parts.push(`${r.missing.length} not in quarantine`);
-  return parts.join(', ');
-}
-
-export async function mqQuarantine(p) {
-  const page = await get('mq/quarantined', { queue: p.queue, after: p.after, limit: p.limit || 50 });
-  const readOnly = session.current.read_only;
-  const boxes = new Map();
-  const out = h('div', {});
-  const act = async (all) => {
-    const ids = [...boxes].filter(([, box]) => box.checked).map(([id]) => id);
-    if (!all && !ids.length) {
-      out.replaceChildren(status('Select rows first.', true));
-      return;
-    }
-    try {
-      const r = await redrive(p.queue, ids, all);
-      if (r) {
-        await mqQuarantine(p);
-        document.getElementById('main').prepend(status(redriveOutcome(r)));
-      }
-    } catch (e) {
-      out.replaceChildren(status(e.message, true));
-    }
-  };
-  show(
-    h('h1', {}, `Quarantined rows of ${p.queue}`),
-    readOnly ? null : h('div', { class: 'actions' },
-      h('button', { type: 'button', id: 'redrive-selected', onclick: () => act(false) }, 'Redrive selected'),
-      h('button', { type: 'button', id: 'redrive-all', onclick: () => act(true) }, 'Redrive all')),
-    out,
-    page.rows.length
-      ? table([
-        ['', (q) => {
-          const box = h('input', { type: 'checkbox', 'aria-label': `select ${q.id}`, value: q.id });
-          boxes.set(q.id, box);
-          return readOnly ? '' : box;
-        }],
-        ['Id', (q) => h('a', { href: `#/mq/quarantined?queue=${encodeURIComponent(q.queue)}&id=${encodeURIComponent(q.id)}` }, q.id)],
-        ['Reason', (q) => q.error_message],
-        ['Receives', (q) => q.receive_count ?? '—', 'num'],
-        ['Failed at', (q) => q.failed_at],
-      ], page.rows, { id: 'quarantined' })
-      : h('p', { class: 'muted', id: 'quarantine-empty' }, 'The quarantine is empty.'),
-    pager(`q:${p.queue}`, p.after, page.next, (after) => go('mq/quarantine', { queue: p.queue, after })),
-    h('p', {}, h('a', { href: `#/mq?queue=${encodeURIComponent(p.queue)}` }, `← Messages of ${p.queue}`)));
-}
-
-export async function mqQuarantined(p) {
-  const q = await get('mq/quarantined_message', { queue: p.queue, id: p.id });
-  const out = h('div', {});
-  show(
-    h('h1', {}, 'Quarantined row'),
-    fields([['Queue', q.queue], ['Id', q.id], ['Group', q.group], ['Reason', q.error_message],
-      ['Receive count', q.receive_count === null ? null : String(q.receive_count)], ['Created', q.created_at], ['Failed at', q.failed_at]]),
-    session.current.read_only ? null : h('div', { class: 'actions' },
-      h('button', { type: 'button', id: 'redrive-one', onclick: async () => {
-        try {
-          const r = await redrive(q.queue, [q.id], false);
-          if (r) out.replaceChildren(status(redriveOutcome(r)));
-        } catch (e) {
-          out.replaceChildren(status(e.message, true));
-        }
-      } }, 'Redrive')),
-    out,
-    h('h2', {}, q.payload_json ? 'Payload' : 'Payload (not JSON: the raw text)'),
-    h('pre', { id: 'payload' }, q.payload),
-    h('p', {}, h('a', { href: `#/mq/quarantine?queue=${encodeURIComponent(q.queue)}` }, '← Quarantine')));
 }

@@ -4,11 +4,13 @@
 // action the CSRF token and read-only mode, before any of them runs.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "serve/http_site.hpp"
 #include "spool/database.hpp"
@@ -57,6 +59,18 @@ nlohmann::json overview(api_context& ctx);
 // Enqueued and completed per second over the last hour: the message queue's
 // from the sampler, the op queue's per type from its rows (overview.cpp).
 nlohmann::json throughput(api_context& ctx, const mq_sampler& sampler);
+
+// Source queue → its dead-letter queue, from the RedrivePolicy of the queues
+// the SQS API created; empty when the catalog is not migrated (overview.cpp).
+std::map<std::string, std::string> dead_letter_queues(api_context& ctx);
+// The queues whose dead-letter queue is queue, by name (api_dead_letters.cpp).
+std::vector<std::string> dead_letter_sources(api_context& ctx, std::string_view queue);
+// Moves a dead-letter queue's messages back to their sources: body
+// {queue, ids: […]} or {queue, all: true, group?, id_prefix?, min_age?}, at
+// most 1,000 a call. Answers {redriven: [{id, to}], in_flight, missing,
+// unroutable, more}. Errors: api_error 409 not_a_dead_letter_queue, 400 for
+// a malformed body (api_dead_letters.cpp).
+nlohmann::json redrive_dead_letters(api_context& ctx, const nlohmann::json& body);
 
 // route is the path after /console/api/mq/ (or ops/, outbox/). Throws
 // api_error, or spool::error (mapped by the site).

@@ -53,6 +53,36 @@ std::optional<std::chrono::seconds> age_param(const http_request& r) {
   return std::chrono::seconds(n);
 }
 
+// The quarantine filter of a page's parameters, or of a redrive's body.
+mq::quarantine_filter quarantine_filter_of(std::string queue, std::string group, std::string id_prefix,
+                                           std::string reason) {
+  mq::quarantine_filter f;
+  f.queue = std::move(queue);
+  if (!group.empty()) f.group = std::move(group);
+  f.id_prefix = std::move(id_prefix);
+  f.reason_contains = std::move(reason);
+  return f;
+}
+
+// The ids of up to max quarantined rows the filter matches; more when some follow.
+std::vector<std::string> matching_quarantined(mq::browser& b, mq::quarantine_filter f, std::size_t max,
+                                              bool& more) {
+  std::vector<std::string> ids;
+  f.limit = 500;
+  for (;;) {
+    const auto page = b.quarantined(f);
+    for (const auto& r : page.rows) {
+      if (ids.size() == max) {
+        more = true;
+        return ids;
+      }
+      ids.push_back(r.id);
+    }
+    if (!page.next) return ids;
+    f.after = *page.next;
+  }
+}
+
 std::string required_queue(const http_request& r) {
   auto q = text_param(r, "queue");
   if (q.empty()) throw api_error{400, "missing_parameter", "queue is required"};
@@ -75,6 +105,8 @@ nlohmann::json mq_read(api_context& ctx, std::string_view route, const http_requ
     nlohmann::json out{{"messages", nlohmann::json::array()}, {"next", nullptr}};
     for (const auto& m : page.messages) out["messages"].push_back(message_json(m, false));
     if (page.next) out["next"] = *page.next;
+    // A dead-letter queue's page offers to redrive its messages to these.
+    out["dead_letter_for"] = dead_letter_sources(ctx, f.queue);
     return out;
   }
   if (route == "message") {
@@ -84,7 +116,11 @@ nlohmann::json mq_read(api_context& ctx, std::string_view route, const http_requ
     return message_json(*m, true);
   }
   if (route == "quarantined") {
-    const auto page = ctx.mq->quarantined(required_queue(r), text_param(r, "after"), limit_param(r));
+    auto f = quarantine_filter_of(required_queue(r), text_param(r, "group"), text_param(r, "id_prefix"),
+                                  text_param(r, "reason"));
+    f.after = text_param(r, "after");
+    f.limit = limit_param(r);
+    const auto page = ctx.mq->quarantined(f);
     nlohmann::json out{{"rows", nlohmann::json::array()}, {"next", nullptr}};
     for (const auto& q : page.rows) out["rows"].push_back(quarantined_json(q, false));
     if (page.next) out["next"] = *page.next;
@@ -105,16 +141,36 @@ nlohmann::json mq_action(api_context& ctx, std::string_view route, const nlohman
     const auto queue = text_member(body, "queue", true);
     mq::redrive_options o;
     o.ids = ids_member(body, "ids");
-    if (o.ids.empty() && !body.value("all", false)) {
-      throw api_error{400, "missing_member", "give the ids to redrive, or \"all\": true"};
+    const auto all = body.find("all");
+    if (all != body.end() && !all->is_boolean())
+      throw api_error{400, "invalid_member", "\"all\" must be true or false"};
+    if (o.ids.empty() == !(all != body.end() && all->get<bool>())) {
+      throw api_error{400, "missing_member", "give either the ids to redrive or \"all\": true"};
+    }
+    // "all" with a filter: the rows it matches, up to 1,000 a call (more: call again).
+    bool more = false;
+    auto f = quarantine_filter_of(queue, text_member(body, "group", false, 128),
+                                  text_member(body, "id_prefix", false, 200),
+                                  text_member(body, "reason_contains", false, 500));
+    if (o.ids.empty() && (f.group || !f.id_prefix.empty() || !f.reason_contains.empty())) {
+      o.ids = matching_quarantined(*ctx.mq, f, 1000, more);
+      if (o.ids.empty())
+        return {{"redriven", nlohmann::json::array()},
+                {"conflicts", nlohmann::json::array()},
+                {"missing", nlohmann::json::array()},
+                {"more", false}};
     }
     o.reason = text_member(body, "reason", false, 500);
     if (o.reason.empty()) o.reason = "redrive from the console";
     o.actor = who.user;
     mq::queue q(ctx.db, {.name = queue, .schema = ctx.schema});
     const auto result = q.redrive(o);
-    return {{"redriven", result.redriven}, {"conflicts", result.conflicts}, {"missing", result.missing}};
+    return {{"redriven", result.redriven},
+            {"conflicts", result.conflicts},
+            {"missing", result.missing},
+            {"more", more}};
   }
+  if (route == "redrive_dead_letters") return redrive_dead_letters(ctx, body);
   if (route == "purge") {
     // The confirmation repeats the queue's name, so a stale form cannot purge another queue.
     const auto queue = text_member(body, "queue", true);

@@ -23,8 +23,8 @@ std::int64_t now_s() {
       .count();
 }
 
-// Source queue → its dead-letter queue, from the RedrivePolicy of the queues
-// the SQS API created (none when the catalog is not migrated).
+}  // namespace
+
 std::map<std::string, std::string> dead_letter_queues(api_context& ctx) {
   std::map<std::string, std::string> out;
   try {
@@ -47,8 +47,6 @@ std::map<std::string, std::string> dead_letter_queues(api_context& ctx) {
   }
   return out;
 }
-
-}  // namespace
 
 nlohmann::json overview(api_context& ctx) {
   const auto now = now_s();

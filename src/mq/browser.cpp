@@ -188,19 +188,31 @@ std::optional<message_view> browser::message(std::string_view queue, std::string
 }
 
 quarantine_page browser::quarantined(std::string_view queue, std::string_view after, std::size_t limit) {
-  check_queue(queue);
-  check_limit(limit);
-  check_text("the cursor", after);
-  const auto rows = db_.exec(sql("failed_page"),
-                             {std::string(queue), std::string(after), static_cast<std::int64_t>(limit + 1)});
+  quarantine_filter f;
+  f.queue = std::string(queue);
+  f.after = std::string(after);
+  f.limit = limit;
+  return quarantined(f);
+}
+
+quarantine_page browser::quarantined(const quarantine_filter& f) {
+  check_queue(f.queue);
+  check_limit(f.limit);
+  check_text("the cursor", f.after);
+  check_text("the id prefix", f.id_prefix);
+  check_text("the reason", f.reason_contains);
+  if (f.group) check_text("the group", *f.group);
+  const auto rows = db_.exec(sql("failed_page"), {f.queue, f.after, static_cast<std::int64_t>(f.limit + 1),
+                                                  f.group ? spool::param(*f.group) : spool::param(nullptr),
+                                                  f.id_prefix, f.reason_contains});
   quarantine_page page;
   page.rows.reserve(rows.size());
   for (const auto& r : rows) {
-    if (page.rows.size() == limit) {
+    if (page.rows.size() == f.limit) {
       page.next = page.rows.back().id;
       break;
     }
-    page.rows.push_back(quarantined_of(queue, r));
+    page.rows.push_back(quarantined_of(f.queue, r));
   }
   return page;
 }

@@ -142,6 +142,35 @@ TEST_P(mq_browser, one_message_and_one_quarantined_row_are_read_whole) {
   EXPECT_FALSE(page.next.has_value());
 }
 
+TEST_P(mq_browser, quarantined_rows_are_narrowed_by_group_id_prefix_and_a_literal_part_of_the_reason) {
+  db_->exec(
+      "INSERT INTO queue_messages_failed (id, queue_name, message_group_id, payload, error_message, "
+      "created_at, "
+      "failed_at) VALUES ('a-1', 'q', 'g1', '{}', 'undecodable payload', 1, 2), "
+      "('a-2', 'q', NULL, '{}', 'handler gave up: 50% done', 1, 2), ('b-1', 'q', 'g1', '{}', 'handler gave "
+      "up', 1, 2), "
+      "('a-3', 'other', 'g1', '{}', 'undecodable payload', 1, 2)");
+  const auto ids = [&](mq::quarantine_filter f) {
+    f.queue = "q";
+    std::vector<std::string> out;
+    for (const auto& r : mq::browser(*db_).quarantined(f).rows) out.push_back(r.id);
+    return out;
+  };
+  using v = std::vector<std::string>;
+  EXPECT_EQ(ids({}), (v{"a-1", "a-2", "b-1"}));
+  EXPECT_EQ(ids({.group = "g1"}), (v{"a-1", "b-1"}));
+  EXPECT_EQ(ids({.id_prefix = "a-"}), (v{"a-1", "a-2"}));
+  EXPECT_EQ(ids({.reason_contains = "gave up"}), (v{"a-2", "b-1"}));
+  EXPECT_EQ(ids({.reason_contains = "50%"}), (v{"a-2"}));
+  EXPECT_EQ(ids({.reason_contains = "%"}), (v{"a-2"})) << "a % is a character, never a wildcard";
+  EXPECT_EQ(ids({.id_prefix = "_"}), v{}) << "an _ is a character, never a wildcard";
+  EXPECT_EQ(ids({.group = "g1", .id_prefix = "a", .reason_contains = "undecodable"}), (v{"a-1"}));
+  const auto first = mq::browser(*db_).quarantined({.queue = "q", .reason_contains = "a", .limit = 1});
+  ASSERT_EQ(first.rows.size(), 1u);
+  ASSERT_TRUE(first.next.has_value());
+  EXPECT_EQ(ids({.reason_contains = "a", .after = *first.next}), (v{"a-2", "b-1"}));
+}
+
 TEST_P(mq_browser, bad_input_is_refused_with_invalid_argument) {
   mq::browser b(*db_);
   EXPECT_SPOOL_ERROR((void)b.messages({.queue = ""}), errc::invalid_argument);
@@ -151,6 +180,8 @@ TEST_P(mq_browser, bad_input_is_refused_with_invalid_argument) {
                      errc::invalid_argument);
   EXPECT_SPOOL_ERROR((void)b.messages({.queue = "q", .min_age = -1s}), errc::invalid_argument);
   EXPECT_SPOOL_ERROR((void)b.quarantined("q", {}, 0), errc::invalid_argument);
+  EXPECT_SPOOL_ERROR((void)b.quarantined({.queue = "q", .reason_contains = std::string(1001, 'a')}),
+                     errc::invalid_argument);
   EXPECT_SPOOL_ERROR((void)mq::parse_row_state("lost"), errc::invalid_argument);
   EXPECT_SPOOL_ERROR(mq::browser(*db_, "bad schema"), errc::invalid_argument);
 }

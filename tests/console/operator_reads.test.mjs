@@ -1,7 +1,7 @@
 // The console's operator reads in a real browser, on the engine of
 // SPOOL_CONSOLE_ENGINE: envelopes narrowed by ordering key, id prefix and age;
 // one envelope with its payload and metadata (secrets hidden) and its replay
-// history, before and after a replay and after the row is pruned; ops narrowed
+// history; a dead-letter queue redriven to its sources; before and after a replay and after the row is pruned; ops narrowed
 // by type from the overview; on PostgreSQL, the transaction horizon an open
 // transaction holds, named on the overview; and the keyboard alone driving a
 // page, a row's link, an action and its confirmation.
@@ -40,6 +40,26 @@ function insertEnvelopes(db) {
   }
 }
 
+// Two SQS queues share the dead-letter queue billing-dlq, which holds what
+// the SQS API moved there (the source recorded in the payload) and a message
+// with no record of its source (d-3: with two sources, it has nowhere to go).
+function insertDeadLetters(db) {
+  const policy = JSON.stringify({ RedrivePolicy: JSON.stringify({
+    deadLetterTargetArn: "arn:aws:sqs:eu-west-1:000000000000:billing-dlq", maxReceiveCount: "3" }) });
+  db.sql(`INSERT INTO spool_mq_queues (name, account, attributes, tags, created_at, modified_at)
+          VALUES ('billing', '000000000000', '${policy}', '{}', 1, 1), ('refunds', '000000000000', '${policy}', '{}', 1, 1),
+                 ('billing-dlq', '000000000000', '{}', '{}', 1, 1)`);
+  db.sql(`INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, created_at, receive_count)
+          VALUES ('d-1', 'billing-dlq', NULL, NULL, 0, '{"n":1,"sqsSourceQueue":"billing"}', 1700000000, 4),
+                 ('d-2', 'billing-dlq', NULL, NULL, 0, '{"n":2,"sqsSourceQueue":"refunds"}', 1700000001, 4),
+                 ('d-3', 'billing-dlq', NULL, NULL, 0, '{"n":3}', 1700000002, 4),
+                 ('e-1', 'billing-dlq', NULL, NULL, 0, '{"n":4,"sqsSourceQueue":"billing"}', 1700000003, 4)`);
+  db.sql(`INSERT INTO queue_messages_failed (id, queue_name, message_group_id, payload, error_message, receive_count, created_at, failed_at)
+          VALUES ('qa-1', 'billing', 'g1', '{}', 'undecodable payload', 1, 1700000000, 1700000100),
+                 ('qa-2', 'billing', NULL, '{}', 'handler gave up', 5, 1700000000, 1700000100),
+                 ('qa-3', 'billing', 'g1', '{}', 'handler gave up: timeout', 5, 1700000000, 1700000100)`);
+}
+
 describe(`the console's operator reads on ${engine}`, () => {
   let db;
   let server;
@@ -49,6 +69,7 @@ describe(`the console's operator reads on ${engine}`, () => {
   before(async () => {
     db = freshDatabase();
     insertEnvelopes(db);
+    insertDeadLetters(db);
     for (const type of ["thumbnail", "thumbnail", "thumbnail", "email", "email"]) {
       spoolJson(db.uri, ["ops", "enqueue", "--type", type, "--payload", "{}"]);
     }
@@ -135,6 +156,65 @@ describe(`the console's operator reads on ${engine}`, () => {
     await openView(page, server.url + "/console/#/outbox/envelope?id=never-written");
     await page.waitForFunction(() => document.querySelector("main [role=alert]")?.textContent.length > 0);
     assert.match(await page.$eval("main [role=alert]", (el) => el.textContent), /no envelope/i);
+  });
+
+  test("a dead-letter queue's messages go back to their sources: the selected ones, then all that match a filter", async () => {
+    const where = () => Object.fromEntries(db.rows("SELECT id, queue_name FROM queue_messages WHERE id IN ('d-1', 'd-2', 'd-3', 'e-1')"));
+    await openView(page, server.url + "/console/#/mq?queue=billing");
+    assert.equal(await page.$("#dead-letters"), null, "a queue that is no dead-letter queue offers no such redrive");
+    await openView(page, server.url + "/console/#/mq?queue=billing-dlq");
+    assert.match(await page.$eval("#dead-letters", (el) => el.textContent), /dead-letter queue of billing, refunds/);
+    await page.click('input[aria-label="select d-1"]');
+    await page.click("#dlq-redrive-selected");
+    await page.waitForSelector("#confirm[open]");
+    await page.click("#confirm-ok");
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent.startsWith("1 redriven"));
+    assert.deepEqual(where(), { "d-1": "billing", "d-2": "billing-dlq", "d-3": "billing-dlq", "e-1": "billing-dlq" });
+
+    await openView(page, server.url + "/console/#/mq?queue=billing-dlq&id_prefix=d-");
+    await page.click("#dlq-redrive-matching");
+    await page.waitForSelector("#confirm[open]");
+    await page.click("#confirm-ok");
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent.includes("redriven"));
+    assert.equal(await page.$eval("#status", (el) => el.textContent), "1 redriven, 1 with no source queue to return to.");
+    assert.deepEqual(where(), { "d-1": "billing", "d-2": "refunds", "d-3": "billing-dlq", "e-1": "billing-dlq" },
+                     "d-3 records no source and has two: it stays; e-1 is outside the filter");
+
+    const answers = await page.evaluate(async () => {
+      const session = await (await fetch("/console/api/session")).json();
+      const call = async (body) => {
+        const res = await fetch("/console/api/mq/redrive_dead_letters", { method: "POST", body: JSON.stringify(body),
+          headers: { "Content-Type": "application/json", "X-Spool-CSRF": session.csrf } });
+        return [res.status, (await res.json()).error];
+      };
+      return [await call({ queue: "billing", all: true }), await call({ queue: "billing-dlq" }),
+              await call({ queue: "billing-dlq", all: "yes" }), await call({ queue: "billing-dlq", ids: ["e-1"], all: true }),
+              await call({ queue: "billing-dlq", all: true, min_age: -1 })];
+    });
+    assert.deepEqual(answers, [[409, "not_a_dead_letter_queue"], [400, "missing_member"], [400, "invalid_member"],
+                               [400, "missing_member"], [400, "invalid_member"]]);
+    assert.deepEqual(where(), { "d-1": "billing", "d-2": "refunds", "d-3": "billing-dlq", "e-1": "billing-dlq" });
+    await screenshot(page, "dead-letter-redrive");
+  });
+
+  test("the quarantine is narrowed by a part of the reason, and redriving all that match moves those only", async () => {
+    await openView(page, server.url + "/console/#/mq/quarantine?queue=billing");
+    await page.type("#fq-reason", "gave up");
+    await page.click("#quarantine-filters button[type=submit]");
+    await settled(page, "#/mq/quarantine?queue=billing&reason=gave+up");
+    assert.deepEqual((await tableRows(page, "#quarantined")).map((r) => r[1]), ["qa-2", "qa-3"]);
+    assert.equal(await page.$eval("#redrive-all", (el) => el.textContent), "Redrive all that match");
+    await page.click("#redrive-all");
+    await page.waitForSelector("#confirm[open]");
+    await page.type("#confirm-reason", "the handler is fixed");
+    await page.click("#confirm-ok");
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent.startsWith("2 redriven"));
+    assert.deepEqual(db.rows("SELECT id FROM queue_messages_failed WHERE queue_name = 'billing' ORDER BY id"), [["qa-1"]]);
+    assert.deepEqual(db.rows("SELECT id FROM queue_messages WHERE queue_name = 'billing' AND id LIKE 'qa-%' ORDER BY id"),
+                     [["qa-2"], ["qa-3"]]);
+    assert.deepEqual(db.rows("SELECT DISTINCT actor, reason FROM spool_mq_redrive_log WHERE id IN ('qa-2', 'qa-3')"),
+                     [["console:bob", "the handler is fixed"]]);
+    assert.ok(await page.$("#quarantine-empty"));
   });
 
   test("an op type on the overview opens the ops of that type only", async () => {

@@ -79,6 +79,15 @@ struct message_page {
   std::optional<std::string> next;     // set when more rows follow
 };
 
+struct quarantine_filter {
+  std::string queue;  // required
+  std::optional<std::string> group;
+  std::string id_prefix;        // the id starts with it (bytes, no wildcards)
+  std::string reason_contains;  // a substring of the quarantine reason (no wildcards)
+  std::string after;            // a page's `next`; empty: from the start
+  std::size_t limit = 50;       // 1..500
+};
+
 struct quarantine_page {
   std::vector<quarantined_view> rows;  // id order
   std::optional<std::string> next;
@@ -103,6 +112,8 @@ class browser {
   [[nodiscard]] std::optional<message_view> message(std::string_view queue, std::string_view id);
   [[nodiscard]] quarantine_page quarantined(std::string_view queue, std::string_view after = {},
                                             std::size_t limit = 50);
+  // The quarantined rows the filter matches, in id order. Errors: as messages().
+  [[nodiscard]] quarantine_page quarantined(const quarantine_filter& f);
   [[nodiscard]] std::optional<quarantined_view> quarantined_message(std::string_view queue,
                                                                     std::string_view id);
 

@@ -1,7 +1,11 @@
 -- One page of a queue's quarantined rows in id order, strictly after ?2.
+-- Filters: group ?4 (NULL: any), id prefix ?5, and ?6 a substring of the
+-- reason ('' any), both matched as plain text (no wildcards).
 SELECT id, message_group_id, substr(payload, 1, 240), error_message, receive_count, created_at, failed_at,
        length(CAST(payload AS BLOB))
 FROM queue_messages_failed
-WHERE queue_name = ?1 AND id > ?2
+WHERE queue_name = ?1 AND id > ?2 AND id >= ?5 AND substr(id, 1, length(?5)) = ?5
+  AND (?4 IS NULL OR message_group_id = ?4)
+  AND (?6 = '' OR instr(error_message, ?6) > 0)
 ORDER BY id
 LIMIT ?3
