@@ -234,6 +234,35 @@ TEST_F(outbox_postgres, a_late_committing_transaction_cannot_be_overtaken_in_an_
             (std::vector<std::string>{"k-second"}));
 }
 
+// The documented order is transaction-id order, not commit order: T1 takes
+// its xid first (an unrelated write), T2 writes key k and commits, then T1
+// writes k and commits. T1's envelope is the key's first although T2's
+// committed first.
+TEST_F(outbox_postgres, a_key_is_delivered_in_the_order_its_writers_took_transaction_ids_not_commit_order) {
+  writer w(*db_);
+  store s(*db_);
+  pg::tx t1(*db_);
+  (void)t1.exec("INSERT INTO app_orders VALUES ('t1-order')");  // T1 takes its xid here
+  {
+    pg::tx t2(*db_);
+    (void)w.insert(t2, env("t2-envelope", "k"));
+    t2.commit();
+  }
+  EXPECT_TRUE(s.claim("relay", 10, 30s, serialization::by_ordering_key).empty())
+      << "T1, open with a smaller xid, holds the key back";
+  (void)w.insert(t1, env("t1-envelope", "k"));
+  t1.commit();
+  settle();
+  const auto xids = db_->exec("SELECT id FROM outbox_messages ORDER BY xact_id, seq");
+  ASSERT_EQ(xids.size(), 2u);
+  EXPECT_EQ(*xids.at(0).at(0), "t1-envelope");
+  auto first = s.claim("relay", 10, 30s, serialization::by_ordering_key);
+  ASSERT_EQ(ids(first), (std::vector<std::string>{"t1-envelope"}));
+  s.mark_delivered(first[0].ref);
+  EXPECT_EQ(ids(s.claim("relay", 10, 30s, serialization::by_ordering_key)),
+            (std::vector<std::string>{"t2-envelope"}));
+}
+
 TEST_F(outbox_postgres, mark_delivered_and_claim_next_keeps_the_horizon_rule) {
   writer w(*db_);
   store s(*db_);
