@@ -35,8 +35,9 @@ void run_work(cli_context& ctx, const work_args& a) {
   signal_scope signals;
   const auto visibility =
       a.visibility.empty() ? std::chrono::seconds(30) : parse_seconds(a.visibility, "--visibility");
+  const spool::database db = open_database(ctx);
   spool::mq::queue q(
-      open_database(ctx),
+      db,
       {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
   (void)q.metrics();  // fail fast (missing tables, unreachable) before starting workers
   const spool::mq::consumer_options options{.concurrency = a.concurrency, .batch = a.batch};
@@ -64,6 +65,7 @@ void run_work(cli_context& ctx, const work_args& a) {
   const auto scrape = [&] {
     text_writer w;
     write(w, c.metrics(), queue_label);
+    write(w, db.listener(), {});
     write_backlog(w, queue_label,
                   [&] { write(w, q.metrics(spool::call_options::within(backlog_budget)), queue_label); });
     return w.str();

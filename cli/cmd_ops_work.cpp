@@ -82,6 +82,7 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
   const auto scrape = [&] {
     text_writer w;
     write(w, pool.metrics(), {{"owner", pool.owner()}});
+    write(w, db.listener(), {});
     const labels table{{"table", a.table}};
     write_backlog(w, table, [&] { write(w, q.stats(spool::call_options::within(backlog_budget)), table); });
     return w.str();

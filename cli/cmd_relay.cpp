@@ -173,6 +173,7 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   const auto scrape = [&] {
     text_writer w;
     write(w, r.metrics(), {{"owner", r.owner()}, {"table", a.table}});
+    write(w, db.listener(), {});
     const labels table{{"table", a.table}};
     write_backlog(w, table,
                   [&] { write(w, st.backlog(spool::call_options::within(backlog_budget)), table); });

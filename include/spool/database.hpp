@@ -35,6 +35,15 @@ struct database_options {
   sqlite_synchronous sqlite_sync = sqlite_synchronous::full;  // durability of each commit
 };
 
+// The process's shared LISTEN connection of a PostgreSQL database (the one
+// that wakes runtimes with notify on). Inactive until something listens, and
+// always on SQLite, whose wake-ups stay in the process.
+struct listener_info {
+  bool active = false;          // something listens on this database
+  bool connected = false;       // the LISTEN connection is up and listening now
+  std::uint64_t reconnects = 0;  // times it was opened again after losing one
+};
+
 namespace detail {
 class database_impl;
 }
@@ -56,6 +65,9 @@ class database {
   // Runs one statement in its own auto-committed transaction; for tooling and
   // tests. Errors: unavailable, in_doubt, database_error.
   std::vector<row> exec(std::string_view sql, const std::vector<param>& params = {});
+
+  // The shared listener's state now. Never throws; safe from any thread.
+  [[nodiscard]] listener_info listener() const noexcept;
 
   // Internal: the engine implementation behind this handle.
   [[nodiscard]] detail::database_impl& impl() const noexcept { return *impl_; }

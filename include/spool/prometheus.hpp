@@ -27,6 +27,10 @@ struct consumer_metrics;
 struct queue_metrics;
 }  // namespace spool::mq
 
+namespace spool {
+struct listener_info;
+}
+
 namespace spool::prometheus {
 
 // Label names and values, written in this order.
@@ -78,5 +82,8 @@ void write(text_writer& w, const mq::consumer_metrics& m, const labels& base);
 void write(text_writer& w, const ops::queue_stats& s, const labels& base);
 void write(text_writer& w, const outbox::backlog_info& b, const labels& base);
 void write(text_writer& w, const mq::queue_metrics& m, const labels& base);
+// The shared LISTEN connection of a runtime with notify on (nothing when
+// inactive): spool_listener_connected and spool_listener_reconnects_total.
+void write(text_writer& w, const listener_info& l, const labels& base);
 
 }  // namespace spool::prometheus

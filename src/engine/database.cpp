@@ -84,6 +84,12 @@ void database_impl::listen(const std::string& channel) {
   listener_->listen(channel);
 }
 
+listener_info database_impl::listener() noexcept {
+  std::lock_guard lock(listener_mutex_);
+  if (!listener_) return {};
+  return {.active = true, .connected = listener_->connected(), .reconnects = listener_->reconnects()};
+}
+
 std::shared_ptr<void> database_impl::subscribe(const std::string& channel, subscriber fn) {
   if (kind_ != engine::postgres) return {};
   std::uint64_t id = 0;
@@ -163,6 +169,7 @@ database database::open_postgres(std::string_view conninfo, database_options opt
 }
 
 engine database::kind() const noexcept { return impl_->kind(); }
+listener_info database::listener() const noexcept { return impl_->listener(); }
 const std::string& database::display_name() const noexcept { return impl_->display(); }
 
 std::vector<row> database::exec(std::string_view sql, const std::vector<param>& params) {

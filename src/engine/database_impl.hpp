@@ -77,6 +77,8 @@ class database_impl {
   // PostgreSQL: makes the process's shared listener LISTEN on channel, so
   // NOTIFYs from any process raise wake(). Starts the listener on first use.
   void listen(const std::string& channel);
+  // The shared listener's state (database::listener).
+  [[nodiscard]] listener_info listener() noexcept;
 
   // PostgreSQL: listen(channel), and calls fn on the listener's thread with
   // each notification's payload on channel, or nullptr for "look now" (the

@@ -7,6 +7,7 @@
 #include "spool/ops/worker_pool.hpp"
 #include "spool/outbox/relay.hpp"
 #include "spool/outbox/store.hpp"
+#include "spool/database.hpp"
 #include "spool/prometheus.hpp"
 
 namespace spool::prometheus {
@@ -107,6 +108,14 @@ void write(text_writer& w, const mq::queue_metrics& m, const labels& base) {
           static_cast<double>(m.in_flight));
   w.gauge("spool_mq_queue_messages", help, with(base, "state", "delayed"), static_cast<double>(m.delayed));
   w.gauge("spool_mq_queue_messages", help, with(base, "state", "expired"), static_cast<double>(m.expired));
+}
+
+void write(text_writer& w, const listener_info& l, const labels& base) {
+  if (!l.active) return;
+  w.gauge("spool_listener_connected", "1 while the shared LISTEN connection is up and listening.", base,
+          l.connected ? 1.0 : 0.0);
+  w.counter("spool_listener_reconnects_total", "Times the LISTEN connection was opened again after losing one.",
+            base, l.reconnects);
 }
 
 }  // namespace spool::prometheus

@@ -32,10 +32,16 @@ void notifier::run(const std::stop_token& stop) {
   std::unique_ptr<connection> conn;
   std::set<std::string> listening;
   auto backoff = std::chrono::milliseconds(100);
+  bool lost_one = false;  // a connection was up before: the next one is a reconnect
+  const auto drop = [&] {
+    if (conn) lost_one = true;
+    conn.reset();
+    connected_ = false;
+  };
   while (!stop.stop_requested()) {
     try {
       if (!conn || !conn->healthy()) {
-        conn.reset();
+        drop();
         listening.clear();
         conn = connect_();
         backoff = std::chrono::milliseconds(100);
@@ -54,6 +60,10 @@ void notifier::run(const std::stop_token& stop) {
             added = true;
           }
         }
+        if (added && !connected_) {
+          connected_ = true;
+          if (lost_one) ++reconnects_;
+        }
         // Anything sent before this LISTEN (or while we were away) is lost: look now.
         if (added) on_event_(nullptr);
       }
@@ -63,7 +73,7 @@ void notifier::run(const std::stop_token& stop) {
       if (ready < 0) continue;
       if (ready > 0 && PQconsumeInput(conn->native()) == 0) {
         spool::detail::log().warn("notifier: listening connection lost; reconnecting");
-        conn.reset();
+        drop();
         continue;
       }
       while (PGnotify* n = PQnotifies(conn->native())) {
@@ -72,7 +82,7 @@ void notifier::run(const std::stop_token& stop) {
         on_event_(&e);
       }
     } catch (const std::exception& e) {
-      conn.reset();
+      drop();
       spool::detail::log().debug("notifier: {}; retrying in {} ms", e.what(), backoff.count());
       const auto until = std::chrono::steady_clock::now() + backoff;
       while (!stop.stop_requested() && std::chrono::steady_clock::now() < until) {

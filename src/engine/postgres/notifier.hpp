@@ -8,6 +8,8 @@
 // Thread safety: listen() may be called from any thread.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -35,6 +37,11 @@ class notifier {
   // Adds a channel; idempotent. Returns at once: the listener applies it.
   void listen(const std::string& channel);
 
+  // Whether the listening connection is up now, and how many times it was
+  // opened again after losing one (a terminated backend, a restart).
+  [[nodiscard]] bool connected() const noexcept { return connected_.load(); }
+  [[nodiscard]] std::uint64_t reconnects() const noexcept { return reconnects_.load(); }
+
  private:
   void run(const std::stop_token& stop);
 
@@ -43,7 +50,9 @@ class notifier {
   std::mutex mutex_;
   std::set<std::string> channels_;
   bool channels_changed_ = false;
-  std::jthread thread_;
+  std::atomic<bool> connected_{false};
+  std::atomic<std::uint64_t> reconnects_{0};
+  std::jthread thread_;  // last: starts after the members it reads
 };
 
 }  // namespace spool::pg::detail
