@@ -175,8 +175,13 @@ void run_relay(cli_context& ctx, const relay_args& a) {
     write(w, r.metrics(), {{"owner", r.owner()}, {"table", a.table}});
     write(w, db.listener(), {});
     const labels table{{"table", a.table}};
-    write_backlog(w, table,
-                  [&] { write(w, st.backlog(spool::call_options::within(backlog_budget)), table); });
+    write_backlog(w, table, [&] {
+      write(w, st.backlog(spool::call_options::within(backlog_budget)), table);
+      // Only ordered claims wait for the horizon: a long transaction holding
+      // every keyed row back shows here before the backlog grows.
+      if (ro.mode != serialization::none)
+        write(w, st.horizon(spool::call_options::within(backlog_budget)), table);
+    });
     return w.str();
   };
   auto server = serve_metrics(a.metrics_addr,
@@ -261,7 +266,8 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
   cmd->add_option("--sink", a->sink, "stdout | file:PATH | exec:CMD | http:URL | mq:QUEUE")->required();
   cmd->add_option("--serialization", a->serialization, "none | key (by ordering key) | topic")
       ->capture_default_str();
-  cmd->add_option("--concurrency", a->concurrency, "Sink calls at once (without --batch: also the envelopes leased)")
+  cmd->add_option("--concurrency", a->concurrency,
+                  "Sink calls at once (without --batch: also the envelopes leased)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--batch", a->batch,

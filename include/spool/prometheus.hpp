@@ -21,6 +21,7 @@ struct queue_stats;
 namespace spool::outbox {
 struct relay_metrics;
 struct backlog_info;
+struct horizon_info;
 }  // namespace spool::outbox
 namespace spool::mq {
 struct consumer_metrics;
@@ -82,6 +83,10 @@ void write(text_writer& w, const mq::consumer_metrics& m, const labels& base);
 void write(text_writer& w, const ops::queue_stats& s, const labels& base);
 void write(text_writer& w, const outbox::backlog_info& b, const labels& base);
 void write(text_writer& w, const mq::queue_metrics& m, const labels& base);
+// The transaction horizon that holds ordered outbox claims back (nothing
+// where it does not apply, as on SQLite): spool_outbox_horizon_held_rows and
+// spool_outbox_horizon_oldest_transaction_age_seconds.
+void write(text_writer& w, const outbox::horizon_info& h, const labels& base);
 // The shared LISTEN connection of a runtime with notify on (nothing when
 // inactive): spool_listener_connected and spool_listener_reconnects_total.
 void write(text_writer& w, const listener_info& l, const labels& base);

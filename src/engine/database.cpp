@@ -17,12 +17,12 @@ database_impl::database_impl(engine kind, std::string target, std::string displa
     : kind_(kind), target_(std::move(target)), display_(std::move(display)), options_(options) {
   if (kind_ == engine::postgres) {
     pg_pool_ = std::make_unique<pool<pg::detail::connection>>(
-        options_.pool_size, [this] { return pg_connect(static_cast<int>(options_.connect_timeout.count())); },
+        options_.pool_size, [this](const call_options& limits) { return pg_connect(limits); },
         [](pg::detail::connection& c) { return c.healthy() && !c.in_transaction(); });
   } else {
     sqlite_pool_ = std::make_unique<pool<sqlite::detail::connection>>(
         options_.pool_size,
-        [this] {
+        [this](const call_options&) {
           return std::make_unique<sqlite::detail::connection>(target_, options_.sqlite_busy_timeout,
                                                               options_.sqlite_sync, sqlite_write_gate_);
         },
@@ -59,6 +59,19 @@ std::size_t database_impl::prefill(std::size_t n) noexcept {
   return 0;
 }
 
+std::unique_ptr<pg::detail::connection> database_impl::pg_connect(const call_options& limits) const {
+  // libpq's connect_timeout is whole seconds, at least 2: a call with a
+  // deadline waits for a server that does not answer (a stopped postmaster,
+  // a partition) until about its deadline, never the whole connect_timeout.
+  auto timeout = std::chrono::duration_cast<std::chrono::seconds>(options_.connect_timeout).count();
+  if (limits.deadline) {
+    const auto left =
+        std::chrono::ceil<std::chrono::seconds>(*limits.deadline - std::chrono::steady_clock::now());
+    timeout = std::clamp<std::int64_t>(left.count(), 2, std::max<std::int64_t>(timeout, 2));
+  }
+  return pg_connect(static_cast<int>(timeout));
+}
+
 std::unique_ptr<pg::detail::connection> database_impl::pg_connect(int connect_timeout_s) const {
   return std::make_unique<pg::detail::connection>(target_, display_, connect_timeout_s);
 }
@@ -67,19 +80,18 @@ void database_impl::listen(const std::string& channel) {
   if (kind_ != engine::postgres) return;
   std::lock_guard lock(listener_mutex_);
   if (!listener_) {
-    listener_ = std::make_unique<pg::detail::notifier>(
-        [this] { return pg_connect(static_cast<int>(options_.connect_timeout.count())); },
-        [this](const pg::detail::notifier::event* e) {
-          wake_.raise();
-          std::lock_guard subs(subscribers_mutex_);
-          for (const auto& [id, sub] : subscribers_) {
-            if (e == nullptr) {
-              sub.second(nullptr);
-            } else if (sub.first == e->channel) {
-              sub.second(&e->payload);
-            }
-          }
-        });
+    listener_ = std::make_unique<pg::detail::notifier>([this] { return pg_connect({}); },
+                                                       [this](const pg::detail::notifier::event* e) {
+                                                         wake_.raise();
+                                                         std::lock_guard subs(subscribers_mutex_);
+                                                         for (const auto& [id, sub] : subscribers_) {
+                                                           if (e == nullptr) {
+                                                             sub.second(nullptr);
+                                                           } else if (sub.first == e->channel) {
+                                                             sub.second(&e->payload);
+                                                           }
+                                                         }
+                                                       });
   }
   listener_->listen(channel);
 }

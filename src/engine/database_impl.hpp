@@ -69,7 +69,11 @@ class database_impl {
   // Opens pooled connections ahead of use until the pool holds min(n, pool
   // size); best effort, never throws (pool::prefill). Returns the count held.
   std::size_t prefill(std::size_t n) noexcept;
-  // A fresh PostgreSQL connection outside the pool (health checks, LISTEN, migrations).
+  // A fresh PostgreSQL connection (the pool's, health checks, LISTEN,
+  // migrations), bounded by connect_timeout and, when the limits have a
+  // deadline, by about that deadline (libpq's 2 s at least). The second form
+  // takes connect_timeout in seconds.
+  std::unique_ptr<pg::detail::connection> pg_connect(const call_options& limits) const;
   std::unique_ptr<pg::detail::connection> pg_connect(int connect_timeout_s) const;
 
   wake_signal& wake() noexcept { return wake_; }

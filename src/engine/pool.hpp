@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <stop_token>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <vector>
 
 #include "common/call_guard.hpp"
@@ -23,13 +23,17 @@ namespace spool::detail {
 template <class Conn>
 class pool {
  public:
-  using factory = std::function<std::unique_ptr<Conn>()>;
+  // Opens a connection; the call's limits bound the connect (a connect
+  // cannot outlive the deadline of the call that needed it).
+  using factory = std::function<std::unique_ptr<Conn>(const call_options&)>;
   using health = std::function<bool(Conn&)>;
 
   class lease {
    public:
     lease(pool* owner, std::unique_ptr<Conn> conn) : owner_(owner), conn_(std::move(conn)) {}
-    lease(lease&& other) noexcept : owner_(other.owner_), conn_(std::move(other.conn_)) { other.owner_ = nullptr; }
+    lease(lease&& other) noexcept : owner_(other.owner_), conn_(std::move(other.conn_)) {
+      other.owner_ = nullptr;
+    }
     lease& operator=(lease&&) = delete;
     lease(const lease&) = delete;
     ~lease() {
@@ -75,7 +79,7 @@ class pool {
     ++in_use_;  // reserve the slot, then connect without holding the lock
     lock.unlock();
     try {
-      return lease(this, make_());
+      return lease(this, make_(limits));
     } catch (...) {
       lock.lock();
       --in_use_;
@@ -98,7 +102,7 @@ class pool {
       }
       std::unique_ptr<Conn> conn;
       try {
-        conn = make_();
+        conn = make_(call_options{});
       } catch (...) {
         conn.reset();
       }

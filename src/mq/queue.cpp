@@ -1,21 +1,20 @@
 // The message queue's logic above the store seam: receipts, decoding and
 // quarantine, counters, stop. Everything SQL is in store_*.cpp.
-#include "common/log.hpp"
 #include "spool/mq/queue.hpp"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
-#include <pwd.h>
-#include <unistd.h>
-
 #include "common/call_guard.hpp"
-#include "common/stop_gate.hpp"
 #include "common/identifier.hpp"
+#include "common/log.hpp"
+#include "common/stop_gate.hpp"
 #include "common/text/utf8.hpp"
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
@@ -31,14 +30,16 @@ constexpr std::int64_t max_delay_s = 4294967295;  // 2^32 - 1 (§5.4)
 
 std::int64_t checked_delay(std::chrono::seconds d, const char* what) {
   if (d.count() < 0 || d.count() > max_delay_s) {
-    throw error(errc::invalid_argument, fmt::format("{} must be 0 … 4294967295 seconds, got {}", what, d.count()));
+    throw error(errc::invalid_argument,
+                fmt::format("{} must be 0 … 4294967295 seconds, got {}", what, d.count()));
   }
   return d.count();
 }
 
 // Encodes a batch: ids assigned, sizes checked, nothing inserted on failure.
 std::vector<detail::encoded_row> encode_rows(const std::vector<const std::string*>& queues,
-                                             const std::vector<const message*>& msgs, std::size_t max_payload) {
+                                             const std::vector<const message*>& msgs,
+                                             std::size_t max_payload) {
   std::vector<detail::encoded_row> rows;
   rows.reserve(msgs.size());
   for (std::size_t i = 0; i < msgs.size(); ++i) {
@@ -56,7 +57,8 @@ std::vector<detail::encoded_row> encode_rows(const std::vector<const std::string
     try {
       r.payload = encode(*m);
     } catch (const error& e) {
-      throw error(errc::invalid_argument, fmt::format("message {} (id \"{}\"): {}", i, truncate_utf8(m->id, 64), e.what()),
+      throw error(errc::invalid_argument,
+                  fmt::format("message {} (id \"{}\"): {}", i, truncate_utf8(m->id, 64), e.what()),
                   e.reason());
     }
     if (r.payload.size() > max_payload) {
@@ -113,9 +115,10 @@ bool detail::quarantine_row(store& st, const std::string& queue, const std::stri
 
 std::string receipt_id(std::string_view receipt) {
   if (receipt.size() < 37 || !spool::detail::is_uuid(receipt.substr(0, 36)) || receipt[36] != ':') {
-    throw error(errc::invalid_argument,
-                fmt::format("malformed receipt handle \"{}\": expected <uuid>:<id>", truncate_utf8(receipt, 80)),
-                "malformed_receipt");
+    throw error(
+        errc::invalid_argument,
+        fmt::format("malformed receipt handle \"{}\": expected <uuid>:<id>", truncate_utf8(receipt, 80)),
+        "malformed_receipt");
   }
   return std::string(receipt.substr(37));
 }
@@ -126,10 +129,11 @@ struct queue::impl {
     shown = redact_password(opts.name);
     if (!opts.schema.empty()) spool::detail::validate_identifier("schema", opts.schema);
     if (opts.visibility_timeout.count() < 0) {
-      throw error(errc::invalid_argument,
-                  fmt::format("visibility_timeout must not be negative, got {}", opts.visibility_timeout.count()));
+      throw error(errc::invalid_argument, fmt::format("visibility_timeout must not be negative, got {}",
+                                                      opts.visibility_timeout.count()));
     }
-    if (opts.poll_interval.count() <= 0) throw error(errc::invalid_argument, "poll_interval must be positive");
+    if (opts.poll_interval.count() <= 0)
+      throw error(errc::invalid_argument, "poll_interval must be positive");
     visibility = opts.visibility_timeout.count() == 0 ? std::chrono::seconds{30} : opts.visibility_timeout;
     st = detail::make_store(db.impl(), opts.schema, opts.notify);
   }
@@ -137,18 +141,20 @@ struct queue::impl {
   // Runs one database operation: refuses after stop, and reports a failure
   // caused by a racing stop as `stopped`, never as a driver error.
   template <class F>
-  auto run(F&& f) {
+  auto run(const call_options& call, F&& f) {
     return gate.run(
         [&] {
-          ensure_tables();
+          ensure_tables(call);
           return f();
         },
         [&] { return stopped_error(); });
   }
 
-  void ensure_tables() {
+  // The first call checks the tables within its own limits: a server that
+  // does not answer must not hold a call with a deadline (issue 17).
+  void ensure_tables(const call_options& call) {
     if (tables_checked.load(std::memory_order_acquire)) return;
-    st->check_tables({});
+    st->check_tables(call);
     tables_checked.store(true, std::memory_order_release);
   }
 
@@ -168,7 +174,7 @@ struct queue::impl {
                const char* op, const call_options& call) {
     const std::string id = receipt_id(receipt);
     const std::int64_t d = checked_delay(delay, "delay");
-    const bool matched = run([&] { return st->release(opts.name, id, std::string(receipt), d, call); });
+    const bool matched = run(call, [&] { return st->release(opts.name, id, std::string(receipt), d, call); });
     if (matched) {
       counter.fetch_add(1, std::memory_order_relaxed);
       if (d == 0) db.impl().wake().raise();
@@ -191,7 +197,8 @@ struct queue::impl {
   std::atomic<std::uint64_t> polled{0}, acked{0}, nacked{0}, deferred{0}, quarantined{0};
 };
 
-queue::queue(database db, queue_options options) : impl_(std::make_unique<impl>(std::move(db), std::move(options), false)) {}
+queue::queue(database db, queue_options options)
+    : impl_(std::make_unique<impl>(std::move(db), std::move(options), false)) {}
 
 queue::queue(const queue_config& config, queue_options options) {
   database_options dbo;
@@ -210,7 +217,9 @@ std::vector<delivered_message> queue::poll(std::size_t max, const call_options& 
   if (max == 0) return {};
   auto& s = *impl_;
   const std::string poll_uuid = spool::detail::uuid_v4();
-  auto rows = s.run([&] { return s.st->claim(s.opts.name, poll_uuid, max, s.visibility.count(), s.opts.strict_group_order, call); });
+  auto rows = s.run(call, [&] {
+    return s.st->claim(s.opts.name, poll_uuid, max, s.visibility.count(), s.opts.strict_group_order, call);
+  });
 
   std::vector<delivered_message> out;
   out.reserve(rows.size());
@@ -271,7 +280,7 @@ std::vector<delivered_message> queue::poll_wait(std::size_t max, std::chrono::mi
 
 void queue::ack(std::string_view receipt, std::string_view /*broker_message_id*/, const call_options& call) {
   const std::string id = receipt_id(receipt);
-  if (!impl_->run([&] { return impl_->st->ack(impl_->opts.name, id, std::string(receipt), call); })) {
+  if (!impl_->run(call, [&] { return impl_->st->ack(impl_->opts.name, id, std::string(receipt), call); })) {
     throw error(errc::not_found, fmt::format("ack: receipt handle not found: {}", receipt));
   }
   impl_->acked.fetch_add(1, std::memory_order_relaxed);
@@ -285,7 +294,8 @@ std::vector<ack_status> queue::ack_batch(const std::vector<std::string>& receipt
   std::vector<std::string> ids;
   ids.reserve(receipts.size());
   for (const auto& r : receipts) ids.push_back(receipt_id(r));
-  const auto deleted = impl_->run([&] { return impl_->st->ack_batch(impl_->opts.name, ids, receipts, call); });
+  const auto deleted =
+      impl_->run(call, [&] { return impl_->st->ack_batch(impl_->opts.name, ids, receipts, call); });
   std::vector<ack_status> out;
   std::uint64_t n = 0;
   for (bool d : deleted) {
@@ -305,10 +315,12 @@ bool queue::defer(std::string_view receipt, std::chrono::seconds delay, const ca
   return impl_->release(receipt, delay, impl_->deferred, "defer", call);
 }
 
-void queue::extend_visibility(std::string_view receipt, std::chrono::seconds window, const call_options& call) {
+void queue::extend_visibility(std::string_view receipt, std::chrono::seconds window,
+                              const call_options& call) {
   const std::string id = receipt_id(receipt);
   const std::int64_t w = checked_delay(window, "visibility");
-  if (!impl_->run([&] { return impl_->st->extend(impl_->opts.name, id, std::string(receipt), w, call); })) {
+  if (!impl_->run(call,
+                  [&] { return impl_->st->extend(impl_->opts.name, id, std::string(receipt), w, call); })) {
     throw error(errc::not_found, fmt::format("extend_visibility: receipt handle not found: {}", receipt));
   }
 }
@@ -327,7 +339,7 @@ publish_result queue::publish_batch(const std::vector<message>& batch, std::chro
   msgs.reserve(batch.size());
   for (const auto& m : batch) msgs.push_back(&m);
   const auto rows = encode_rows(queues, msgs, impl_->opts.max_payload_bytes);
-  const auto inserted = impl_->run([&] { return impl_->st->insert(rows, d, call); });
+  const auto inserted = impl_->run(call, [&] { return impl_->st->insert(rows, d, call); });
   return to_result(rows, inserted);
 }
 
@@ -335,21 +347,24 @@ publish_result queue::publish(spool::tx& tx, const message& m, std::chrono::seco
   return publish_batch(tx, std::vector<message>{m}, delay);
 }
 
-publish_result queue::publish_batch(spool::tx& tx, const std::vector<message>& batch, std::chrono::seconds delay) {
+publish_result queue::publish_batch(spool::tx& tx, const std::vector<message>& batch,
+                                    std::chrono::seconds delay) {
   if (impl_->is_stopped()) throw impl_->stopped_error();
   if (tx.kind() != impl_->db.kind()) {
-    throw error(errc::invalid_argument,
-                fmt::format("queue {} is on another engine than the transaction passed to publish", impl_->shown),
-                "wrong_engine");
+    throw error(
+        errc::invalid_argument,
+        fmt::format("queue {} is on another engine than the transaction passed to publish", impl_->shown),
+        "wrong_engine");
   }
   std::vector<batch_row> rows;
   rows.reserve(batch.size());
   for (const auto& m : batch) rows.push_back({impl_->opts.name, m});
-  return insert_batch(tx, rows,
-                      insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay, impl_->opts.notify});
+  return insert_batch(
+      tx, rows, insert_options{impl_->opts.schema, impl_->opts.max_payload_bytes, delay, impl_->opts.notify});
 }
 
-publish_result insert_batch(spool::tx& tx, const std::vector<batch_row>& rows, const insert_options& options) {
+publish_result insert_batch(spool::tx& tx, const std::vector<batch_row>& rows,
+                            const insert_options& options) {
   if (rows.empty()) return {};
   if (!options.schema.empty()) spool::detail::validate_identifier("schema", options.schema);
   const std::int64_t d = checked_delay(options.delay, "delay");
@@ -365,7 +380,7 @@ publish_result insert_batch(spool::tx& tx, const std::vector<batch_row>& rows, c
 }
 
 queue_metrics queue::metrics(const call_options& call) {
-  const auto c = impl_->run([&] { return impl_->st->metrics(impl_->opts.name, call); });
+  const auto c = impl_->run(call, [&] { return impl_->st->metrics(impl_->opts.name, call); });
   return {impl_->opts.name, c.pending, c.in_flight, c.delayed, c.expired, counters()};
 }
 
@@ -375,7 +390,7 @@ queue_counters queue::counters() const {
 }
 
 std::vector<failed_message> queue::failed(std::size_t limit, const call_options& call) {
-  return impl_->run([&] { return impl_->st->failed(impl_->opts.name, limit, call); });
+  return impl_->run(call, [&] { return impl_->st->failed(impl_->opts.name, limit, call); });
 }
 
 redrive_result queue::redrive(const redrive_options& options, const call_options& call) {
@@ -385,13 +400,15 @@ redrive_result queue::redrive(const redrive_options& options, const call_options
     actor = pw != nullptr ? pw->pw_name : std::to_string(geteuid());
   }
   const std::string reason = options.reason.empty() ? "redrive" : options.reason;
-  const auto moved =
-      impl_->run([&] { return impl_->st->redrive(impl_->opts.name, options.ids, actor, reason, options.dry_run, call); });
+  const auto moved = impl_->run(call, [&] {
+    return impl_->st->redrive(impl_->opts.name, options.ids, actor, reason, options.dry_run, call);
+  });
   redrive_result out;
   for (const auto& [id, ok] : moved) (ok ? out.redriven : out.conflicts).push_back(id);
   for (const auto& id : options.ids) {
     const bool seen = std::any_of(moved.begin(), moved.end(), [&](const auto& m) { return m.first == id; });
-    if (!seen && std::find(out.missing.begin(), out.missing.end(), id) == out.missing.end()) out.missing.push_back(id);
+    if (!seen && std::find(out.missing.begin(), out.missing.end(), id) == out.missing.end())
+      out.missing.push_back(id);
   }
   return out;
 }

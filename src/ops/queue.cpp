@@ -100,7 +100,7 @@ queue queue::adopt(::sqlite3* handle, queue_options options) {
   p->shown = "an adopted SQLite handle";
   // A pool of one: the handle is used by one call at a time, never closed.
   p->adopted_pool = std::make_unique<impl::sqlite_pool>(
-      1, [handle] { return std::make_unique<sqlite::detail::connection>(handle); },
+      1, [handle](const call_options&) { return std::make_unique<sqlite::detail::connection>(handle); },
       [](sqlite::detail::connection& c) { return !c.in_transaction(); });
   p->adopted_wake = std::make_unique<spool::detail::wake_signal>();
   p->init();

@@ -2,12 +2,12 @@
 // (docs/METRICS.md), written through the capability-neutral text_writer.
 #include <chrono>
 
+#include "spool/database.hpp"
 #include "spool/mq/consumer.hpp"
 #include "spool/ops/queue.hpp"
 #include "spool/ops/worker_pool.hpp"
 #include "spool/outbox/relay.hpp"
 #include "spool/outbox/store.hpp"
-#include "spool/database.hpp"
 #include "spool/prometheus.hpp"
 
 namespace spool::prometheus {
@@ -101,6 +101,18 @@ void write(text_writer& w, const outbox::backlog_info& b, const labels& base) {
           std::chrono::duration<double>(b.oldest_pending_age).count());
 }
 
+void write(text_writer& w, const outbox::horizon_info& h, const labels& base) {
+  if (!h.applies) return;
+  w.gauge(
+      "spool_outbox_horizon_held_rows",
+      "Due pending rows with an ordering key that the transaction horizon holds back (counted up to 10001).",
+      base, static_cast<double>(h.held));
+  w.gauge(
+      "spool_outbox_horizon_oldest_transaction_age_seconds",
+      "Age of the oldest open transaction holding the horizon (0 when none).", base,
+      std::chrono::duration<double>(h.oldest_transaction_age.value_or(std::chrono::microseconds{0})).count());
+}
+
 void write(text_writer& w, const mq::queue_metrics& m, const labels& base) {
   const char* help = "Messages in the queue by state (expired is a subset of in_flight).";
   w.gauge("spool_mq_queue_messages", help, with(base, "state", "pending"), static_cast<double>(m.pending));
@@ -114,8 +126,8 @@ void write(text_writer& w, const listener_info& l, const labels& base) {
   if (!l.active) return;
   w.gauge("spool_listener_connected", "1 while the shared LISTEN connection is up and listening.", base,
           l.connected ? 1.0 : 0.0);
-  w.counter("spool_listener_reconnects_total", "Times the LISTEN connection was opened again after losing one.",
-            base, l.reconnects);
+  w.counter("spool_listener_reconnects_total",
+            "Times the LISTEN connection was opened again after losing one.", base, l.reconnects);
 }
 
 }  // namespace spool::prometheus

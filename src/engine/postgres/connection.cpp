@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <charconv>
+#include <system_error>
+#include <thread>
 
 #include "common/call_guard.hpp"
 #include "common/text/utf8.hpp"
@@ -12,15 +15,60 @@
 
 namespace spool::pg::detail {
 
+namespace {
+
+// How long a cancelled statement may take to end before the connection is
+// given up: a server that answers a cancel ends the statement in
+// milliseconds, so a call with a deadline returns about this much after it.
+constexpr auto cancel_grace = std::chrono::milliseconds(1000);
+
+// Asks the server to cancel the connection's running statement, without
+// waiting for it. PQcancel blocks until the postmaster has read the request
+// and closed its socket, with no timeout: a stopped postmaster or a lost
+// network would hold the call for minutes. So the request goes out from a
+// thread of its own, which owns its PGcancel and ends when the request is
+// answered or the kernel gives the socket up; the caller's wait stays
+// bounded by cancel_grace.
+void send_cancel(PGconn* conn) {
+  PGcancel* c = PQgetCancel(conn);
+  if (c == nullptr) return;
+  try {
+    std::thread([c] {
+      char err[256];
+      (void)PQcancel(c, err, sizeof err);
+      PQfreeCancel(c);
+    }).detach();
+  } catch (const std::system_error&) {
+    PQfreeCancel(c);  // no thread to be had: the grace period still ends the wait
+  }
+}
+
+}  // namespace
+
 connection::connection(const std::string& conninfo, const std::string& display, int connect_timeout_s)
     : display_(display) {
   // Our defaults come first so that settings in the caller's URI override
   // them. The idle-in-transaction timeout keeps a crashed caller from holding
-  // locks (and a snapshot) forever on Spool's own connections.
+  // locks (and a snapshot) forever on Spool's own connections. Keepalives
+  // and tcp_user_timeout let the kernel notice a peer that vanished (a
+  // partition, a dead host) within about 30 s, where TCP alone waits for
+  // minutes; calls with a deadline are bounded sooner (wait_until_ready).
   const std::string timeout = std::to_string(connect_timeout_s);
-  const char* keys[] = {"connect_timeout", "options", "application_name", "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), "-c idle_in_transaction_session_timeout=600000", "spool",
-                          conninfo.c_str(), nullptr};
+  const char* keys[] = {"connect_timeout",  "keepalives",
+                        "keepalives_idle",  "keepalives_interval",
+                        "keepalives_count", "tcp_user_timeout",
+                        "options",          "application_name",
+                        "dbname",           nullptr};
+  const char* values[] = {timeout.c_str(),
+                          "1",
+                          "15",
+                          "5",
+                          "3",
+                          "30000",
+                          "-c idle_in_transaction_session_timeout=600000",
+                          "spool",
+                          conninfo.c_str(),
+                          nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) throw error(errc::unavailable, "out of memory connecting to " + display_);
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -144,7 +192,8 @@ PGresult* connection::exec_prepared(const std::string& sql, int n, const char* c
   return PQexecPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0);
 }
 
-const std::string* connection::prepare_cached(const std::string& sql, int n, intent what) {
+const std::string* connection::prepare_cached(const std::string& sql, int n, intent what,
+                                              const call_options& limits) {
   constexpr std::size_t max_prepared = 64;
   // A borrowed connection belongs to the application: Spool leaves no named
   // statements on it (another wrapper of the same PGconn would collide with
@@ -154,25 +203,46 @@ const std::string* connection::prepare_cached(const std::string& sql, int n, int
   if (it != prepared_.end()) return &it->second;
   if (prepared_.size() >= max_prepared) return nullptr;
   std::string name = "spool_" + std::to_string(prepared_.size());
-  result_ptr prep(PQprepare(conn_, name.c_str(), sql.c_str(), n, nullptr));
+  (void)what;  // preparing changes nothing: its failures are reads
+  if (!limits.limited()) {
+    result_ptr prep(PQprepare(conn_, name.c_str(), sql.c_str(), n, nullptr));
+    if (!prep || PQresultStatus(prep.get()) != PGRES_COMMAND_OK)
+      throw_error(conn_, prep.get(), intent::read, "prepare");
+    return &prepared_.emplace(sql, std::move(name)).first->second;
+  }
+  if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), n, nullptr) != 1)
+    throw_error(conn_, nullptr, intent::read, "prepare");
+  std::string_view cancelled_for;
+  wait_until_ready(limits, cancelled_for, intent::read);
+  result_ptr prep(PQgetResult(conn_));
+  while (PGresult* rest = PQgetResult(conn_)) PQclear(rest);
   if (!prep || PQresultStatus(prep.get()) != PGRES_COMMAND_OK)
-    throw_error(conn_, prep.get(), intent::read, "prepare");
-  (void)what;
+    throw_failure(prep.get(), intent::read, cancelled_for, "prepare");
   return &prepared_.emplace(sql, std::move(name)).first->second;
 }
 
-void connection::wait_until_ready(const call_options& limits, std::string_view& cancelled_for) {
+void connection::wait_until_ready(const call_options& limits, std::string_view& cancelled_for, intent what) {
+  std::chrono::steady_clock::time_point cancelled_at;
   // Wait in short slices: a stop_token has no descriptor to poll.
   while (PQisBusy(conn_) != 0) {
     if (cancelled_for.empty()) {
       if (const std::string_view why = spool::detail::interruption(limits); !why.empty()) {
         cancelled_for = why;
-        if (PGcancel* c = PQgetCancel(conn_)) {
-          char err[256];
-          PQcancel(c, err, sizeof err);
-          PQfreeCancel(c);
-        }
+        cancelled_at = std::chrono::steady_clock::now();
+        send_cancel(conn_);
       }
+    } else if (std::chrono::steady_clock::now() - cancelled_at >= cancel_grace) {
+      // Neither the statement nor the cancel was answered: give the
+      // connection up, so the call ends now and nothing reuses it.
+      ::shutdown(PQsocket(conn_), SHUT_RDWR);
+      (void)PQconsumeInput(conn_);
+      const std::string reason(cancelled_for);
+      const auto message = fmt::format(
+          "{} answered neither the statement nor its cancel ({}) within {} ms; the connection is given up",
+          display_, reason, cancel_grace.count());
+      if (what == intent::write)
+        throw error(errc::in_doubt, message + "; the write's outcome is unknown", reason);
+      throw error(errc::unavailable, message, reason);
     }
     int slice_ms = 100;
     if (limits.deadline && cancelled_for.empty()) {
@@ -204,12 +274,12 @@ void connection::throw_failure(const PGresult* res, intent what, std::string_vie
 result_ptr connection::exec_limited(const std::string& sql, int n, const char* const* values, intent what,
                                     const call_options& limits) {
   spool::detail::check_call(limits, "statement");
-  const std::string* name = prepare_cached(sql, n, what);
+  const std::string* name = prepare_cached(sql, n, what, limits);
   const int sent = name ? PQsendQueryPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0)
                         : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
   if (sent != 1) throw_error(conn_, nullptr, intent::read, "send");
   std::string_view cancelled_for;
-  wait_until_ready(limits, cancelled_for);
+  wait_until_ready(limits, cancelled_for, what);
   // The statement's result, unless an error follows it: the server sends a
   // statement's rows at Execute but commits the implicit transaction at Sync,
   // so a session that dies in between (pg_terminate_backend, a shutdown, a
@@ -249,7 +319,8 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   std::vector<const std::string*> names;
   names.reserve(statements.size());
   for (const auto& s : statements) {
-    names.push_back(prepare_cached(std::string(s.sql), static_cast<int>(s.params.size()), intent::read));
+    names.push_back(
+        prepare_cached(std::string(s.sql), static_cast<int>(s.params.size()), intent::read, limits));
   }
   if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
   struct exit_guard {
@@ -280,7 +351,7 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   const bool limited = limits.limited();
   if (limited && PQflush(conn_) == -1) throw_error(conn_, nullptr, what, "pipeline flush");
   auto next_result = [&] {
-    if (limited) wait_until_ready(limits, cancelled_for);
+    if (limited) wait_until_ready(limits, cancelled_for, what);
     return result_ptr(PQgetResult(conn_));
   };
   std::vector<result_ptr> results;

@@ -77,11 +77,19 @@ class connection {
   // the hot statements are parsed and planned once per connection.
   PGresult* exec_prepared(const std::string& sql, int n, const char* const* values);
   // The prepared statement's name (preparing it now), or nullptr when the
-  // cache is full. Throws when preparing fails.
-  const std::string* prepare_cached(const std::string& sql, int n, intent what);
+  // cache is full. Throws when preparing fails. With limits the preparation
+  // is awaited as a statement is (wait_until_ready), so a server that does
+  // not answer cannot hold the call past its deadline.
+  const std::string* prepare_cached(const std::string& sql, int n, intent what,
+                                    const call_options& limits = {});
   // Waits until a result can be read without blocking, cancelling the
   // running statement once (cancelled_for names why) when the limits end.
-  void wait_until_ready(const call_options& limits, std::string_view& cancelled_for);
+  // A server that answers neither the statement nor the cancel within
+  // cancel_grace after it (a stopped backend, a lost network) loses the
+  // connection: its socket is shut down, the connection is unhealthy from
+  // then on (the pool drops it), and the call fails as in_doubt for a write,
+  // unavailable for a read, with the limit's reason.
+  void wait_until_ready(const call_options& limits, std::string_view& cancelled_for, intent what);
   // Throws for a failed result: a statement this connection cancelled at a
   // limit (cancelled_for names it) is in_doubt for a write, unavailable for
   // a read; anything else goes through throw_error.
