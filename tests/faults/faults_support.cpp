@@ -661,6 +661,7 @@ fault_report workload::verify(const std::string& fault) {
     EXPECT_TRUE(t->unexpected.empty())
         << name << " failed with something other than unavailable or in_doubt: " << t->unexpected.front();
     r.recoveries += t->recoveries;
+    for (const auto& [reason, n] : t->reasons) r.reasons[reason] += n;
   }
 
   // mq: every acknowledged publish was consumed (ack returned success or

@@ -114,6 +114,7 @@ struct fault_report {
   std::uint64_t lost = 0;  // acknowledged, then neither stored nor consumed
   std::uint64_t redelivered_after_ack = 0;
   std::uint64_t recoveries = 0;
+  std::map<std::string, std::uint64_t> reasons;  // every call's failures: "unavailable/disk_full" → count
 };
 
 class workload {

@@ -50,6 +50,11 @@ void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_vie
   if (sqlstate == "57014") throw error(errc::unavailable, msg, "statement_timeout", sqlstate);
   if (sqlstate == "53300" || sqlstate == "53400")
     throw error(errc::unavailable, msg, "too_many_connections", sqlstate);
+  // A full disk (53100) or memory (53200) fails the statement, and with it
+  // the transaction: nothing was written, and the same call succeeds once
+  // the server has room again (issue 17).
+  if (sqlstate == "53100") throw error(errc::unavailable, msg, "disk_full", sqlstate);
+  if (starts_with(sqlstate, "53")) throw error(errc::unavailable, msg, "insufficient_resources", sqlstate);
   if (sqlstate == "25P02") throw error(errc::invalid_state, msg, "transaction_aborted", sqlstate);
   if (sqlstate == "42P01" || sqlstate == "3F000") {
     throw error(errc::invalid_state, fmt::format("{} (run `spool migrate`)", msg), "schema_version_mismatch",

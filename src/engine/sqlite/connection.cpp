@@ -73,7 +73,7 @@ bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind
 
 }  // namespace
 
-void connection::fail(int rc, std::string_view context) const {
+void connection::fail(int rc, std::string_view context, bool committing) const {
   const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
   const int extended = db_ ? sqlite3_extended_errcode(db_) : rc;
   const int primary = rc & 0xff;
@@ -87,9 +87,21 @@ void connection::fail(int rc, std::string_view context) const {
   }
   if (primary == SQLITE_READONLY)
     throw error(errc::invalid_state, msg, "not_writable", engine_facts{{}, {}, extended});
-  if (primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR) {
-    throw error(errc::unavailable, msg, "io_error", engine_facts{{}, {}, extended});
+  // A full disk or an I/O error while committing (COMMIT, or an autocommit
+  // write's own step) leaves the outcome unknown to the caller: SQLite rolls
+  // an incomplete commit back, but an error from the WAL's sync or a
+  // checkpoint may come after the frames were written. Before the commit,
+  // nothing was written (issue 17).
+  if (primary == SQLITE_FULL || primary == SQLITE_IOERR) {
+    const char* reason = primary == SQLITE_FULL ? "disk_full" : "io_error";
+    if (committing) {
+      throw error(errc::in_doubt, fmt::format("SQLite {} failed while committing; outcome unknown: {}", context, msg),
+                  reason, engine_facts{{}, {}, extended});
+    }
+    throw error(errc::unavailable, fmt::format("SQLite {}: {}", context, msg), reason,
+                engine_facts{{}, {}, extended});
   }
+  if (primary == SQLITE_CANTOPEN) throw error(errc::unavailable, msg, "io_error", engine_facts{{}, {}, extended});
   // The conditions a capability maps by name, with the reasons the PostgreSQL
   // translator gives them (engine/postgres/errors.cpp).
   engine_facts facts{{}, {}, extended};
@@ -183,6 +195,8 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
         params[i]);
     if (rc != SQLITE_OK) fail(rc, "bind");
   }
+  // An autocommit write commits inside its last step.
+  const bool commits = sqlite3_get_autocommit(db_) != 0 && sqlite3_stmt_readonly(stmt) == 0;
   std::vector<row> rows;
   const int cols = sqlite3_column_count(stmt);
   for (;;) {
@@ -193,7 +207,7 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
       throw error(errc::unavailable, fmt::format("statement interrupted ({}); SQLite undid it", why),
                   why.empty() ? "cancelled" : why);
     }
-    if (rc != SQLITE_ROW) fail(rc, "step");
+    if (rc != SQLITE_ROW) fail(rc, "step", commits);
     row r;
     r.reserve(static_cast<std::size_t>(cols));
     for (int c = 0; c < cols; ++c) {
@@ -211,11 +225,11 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
 
 long long connection::changes() const noexcept { return sqlite3_changes64(db_); }
 
-void connection::exec_script(const std::string& sql) {
+void connection::exec_script(const std::string& sql, bool committing) {
   char* err = nullptr;
   const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
   if (err != nullptr) sqlite3_free(err);
-  if (rc != SQLITE_OK) fail(rc, "script");
+  if (rc != SQLITE_OK) fail(rc, committing ? "commit" : "script", committing);
 }
 
 void connection::begin_immediate() {
@@ -237,7 +251,7 @@ void connection::begin_immediate() {
 }
 
 void connection::commit() {
-  exec_script("COMMIT");
+  exec_script("COMMIT", /*committing=*/true);
   release_gate();
 }
 

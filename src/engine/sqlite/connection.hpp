@@ -67,8 +67,9 @@ class connection {
   [[nodiscard]] bool in_transaction() const noexcept;
 
   // Runs one statement (cached prepared) with bound parameters; returns rows
-  // as text. Errors: unavailable (busy/locked), invalid_state (missing table),
-  // database_error.
+  // as text. Errors: unavailable (busy/locked; disk_full or io_error before
+  // a commit), in_doubt (disk_full or io_error while an autocommit write
+  // commits), invalid_state (missing table), database_error.
   // With limits, a statement still running at the deadline or stop is
   // interrupted: SQLite undoes it, so that is `unavailable` (nothing done).
   std::vector<row> query(std::string_view sql, const std::vector<param>& params,
@@ -76,17 +77,23 @@ class connection {
   // Rows changed by the last statement.
   [[nodiscard]] long long changes() const noexcept;
   // Runs SQL text that may hold several statements (migrations), uncached.
-  void exec_script(const std::string& sql);
+  // committing: the text ends a transaction, so a full disk or an I/O error
+  // is in_doubt rather than unavailable.
+  void exec_script(const std::string& sql, bool committing = false);
 
   // BEGIN IMMEDIATE, after taking the write gate (at most busy_timeout).
   // Errors: unavailable (busy).
   void begin_immediate();
-  void commit();  // releases the gate once COMMIT succeeded
+  // Releases the gate once COMMIT succeeded. Errors: in_doubt (disk_full,
+  // io_error), unavailable (busy), database_error.
+  void commit();
   void rollback() noexcept;
 
  private:
   ::sqlite3_stmt* prepare(std::string_view sql);
-  [[noreturn]] void fail(int rc, std::string_view context) const;
+  // The one translation of SQLite's errors (committing: the failed call was
+  // a commit, see query()).
+  [[noreturn]] void fail(int rc, std::string_view context, bool committing = false) const;
 
   void release_gate() noexcept;
 
