@@ -76,8 +76,8 @@ void remove_eventually(const std::filesystem::path& dir) {
 
 }  // namespace
 
-private_pg_server::private_pg_server() : script_(required_env("SPOOL_TEST_PG_SCRIPT")) {
-  script("start");  // pg_server.sh tears down what it started when start fails
+private_pg_server::private_pg_server(bool durable) : script_(required_env("SPOOL_TEST_PG_SCRIPT")) {
+  script("start", {}, durable);  // pg_server.sh tears down what it started when start fails
   uri_ = read_line(dir_.path() / "uri");
 }
 
@@ -92,9 +92,9 @@ private_pg_server::~private_pg_server() {
 
 void private_pg_server::restart(const std::string& mode) { script("restart", mode); }
 
-void private_pg_server::script(const std::string& command, const std::string& mode) {
-  (void)run(fmt::format("{} {} {}{}", sh_quote(script_), command, sh_quote(dir_.path().string()),
-                        mode.empty() ? "" : " " + mode));
+void private_pg_server::script(const std::string& command, const std::string& mode, bool durable) {
+  (void)run(fmt::format("{}{} {} {}{}", durable ? "SPOOL_PG_DURABLE=1 " : "", sh_quote(script_), command,
+                        sh_quote(dir_.path().string()), mode.empty() ? "" : " " + mode));
 }
 
 replica_pair::replica_pair() : script_(required_env("SPOOL_TEST_PG_REPLICA_SCRIPT")) {

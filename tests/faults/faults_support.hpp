@@ -53,7 +53,10 @@ std::uint64_t fault_seed();
 // serves suites running in parallel: a test never restarts that one.
 class private_pg_server {
  public:
-  private_pg_server();
+  // durable: the settings users run (fsync, synchronous_commit and
+  // full_page_writes on; SPOOL_PG_DURABLE of pg_server.sh) instead of the
+  // test cluster's fast ones.
+  explicit private_pg_server(bool durable = false);
   ~private_pg_server();
   private_pg_server(const private_pg_server&) = delete;
   private_pg_server& operator=(const private_pg_server&) = delete;
@@ -63,7 +66,7 @@ class private_pg_server {
   [[nodiscard]] const std::string& uri() const { return uri_; }
 
  private:
-  void script(const std::string& command, const std::string& mode = {});
+  void script(const std::string& command, const std::string& mode = {}, bool durable = false);
   temp_dir dir_;  // declared first: removed only after the destructor stopped the server
   std::string script_;
   std::string uri_;
