@@ -9,7 +9,7 @@
 //     transaction, logging each batch after its commit. On restart it resumes
 //     after the last logged message (re-publishing a batch that committed
 //     unlogged is harmless: same ids, ON CONFLICT DO NOTHING). Exits 0 when done.
-//   spool_chaos_actor consume --db URI --queue Q --visibility S --batch B --log FILE
+//   spool_chaos_actor consume --db URI --queue Q --visibility S --batch B --log FILE [--handle-ms MS]
 //     Polls (strict group order), logs H, acks, logs A — until SIGTERM, then
 //     finishes its batch and exits 0.
 //   spool_chaos_actor enqueue --db URI --name P --count N --batch B --log FILE
@@ -260,6 +260,9 @@ int consume(const std::map<std::string, std::string>& o) {
   // at t is visible again from floor(t) + visibility), so a claim is
   // guaranteed to hold for one second less than asked.
   const std::int64_t window_ns = (std::stoll(need(o, "--visibility")) - 1) * 1'000'000'000;
+  // --handle-ms: how long handling one message takes (default 0), so that a
+  // consumer holds claims when a test cuts its network.
+  const auto handle = std::chrono::milliseconds(o.count("--handle-ms") ? std::stol(o.at("--handle-ms")) : 0);
   ready();
   while (!stop_requested) {
     std::vector<spool::mq::delivered_message> got;
@@ -275,6 +278,7 @@ int consume(const std::map<std::string, std::string>& o) {
       log.line("H\t" + d.broker_message_id + "\t" + std::to_string(d.receive_count.value_or(0)) + "\t" +
                std::to_string(spool::test::monotonic_ns()) + "\t" + std::to_string(asked) + "\t" +
                std::to_string(window_ns));
+      if (handle.count() > 0) std::this_thread::sleep_for(handle);
       bool acked = false;
       const std::int64_t ack_started = spool::test::monotonic_ns();
       for (int attempt = 1; attempt <= 20 && !acked; ++attempt) {

@@ -14,6 +14,8 @@
 #                               eval "$(tests/support/pg_server.sh env /tmp/spool-pg)"
 #
 # The cluster is for tests only: trust auth, fsync off. Its log is DIR/log.
+# SPOOL_PG_LISTEN=ADDR at start also listens on ADDR (a test's own veth address; clients on its
+# network are trusted).
 # SPOOL_PG_DURABLE=1 at start gives the settings users run instead (fsync, synchronous_commit and
 # full_page_writes on, shared_buffers 256MB): the benchmark's default (bench/run.sh).
 #
@@ -240,7 +242,7 @@ do_start() {
   cat >>"$RUN/data/postgresql.conf" <<EOF
 
 # ---- added by tests/support/pg_server.sh: a throwaway test cluster ----
-listen_addresses = '127.0.0.1'
+listen_addresses = '127.0.0.1${SPOOL_PG_LISTEN:+,$SPOOL_PG_LISTEN}'
 unix_socket_directories = '$RUN'
 $(if [[ -n ${SPOOL_PG_DURABLE:-} ]]; then
     printf 'fsync = on\nsynchronous_commit = on\nfull_page_writes = on\nshared_buffers = 256MB\n'
@@ -251,6 +253,11 @@ max_connections = 300
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
 EOF
+  # Clients on a test's own network (SPOOL_PG_LISTEN: an address of a veth the test made) trust
+  # as local ones do.
+  if [[ -n ${SPOOL_PG_LISTEN:-} ]]; then
+    echo "host all all samenet trust" >>"$RUN/data/pg_hba.conf"
+  fi
 
   # A free port from a range derived from our pid, so parallel starts (two build trees) spread out.
   # Another process can still grab it before the postmaster binds: then try the next one.
