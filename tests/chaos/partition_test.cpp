@@ -19,6 +19,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "chaos/supervisor.hpp"
 #include "spool/database.hpp"
 #include "spool/migrate.hpp"
+#include "spool/ops/queue.hpp"
 #include "support/delivery_log.hpp"
 #include "support/test_db.hpp"
 
@@ -261,6 +264,154 @@ TEST(mq_partition_postgres,
 TEST(mq_partition_postgres,
      a_consumer_whose_packets_to_the_server_are_dropped_loses_its_claims_and_nothing_is_lost) {
   run_partition(/*both_ways=*/false);
+}
+
+// The op worker pool behind the same partition: `spool ops work` in the
+// namespace runs each op's command for 8 s, another pool on the host for
+// 50 ms. Cut while the namespace's pool runs ops, for 12 s: its heartbeats
+// (deadline: one heartbeat interval) fail, so it must cancel those commands
+// once no heartbeat has succeeded for its lease timeout, long before they
+// would end and before the cut heals; the host's pool rescues the ops after
+// the lease expired and runs them again; every op ends done, by the host's
+// pool, its attempt counting both runs.
+TEST(ops_partition_postgres,
+     a_pool_cut_off_cancels_its_handlers_within_its_lease_and_another_host_runs_them) {
+  host_namespace ns;
+  listening_pg_server server(ns.host_ip());
+  const std::string local_uri = server.uri("127.0.0.1"), remote_uri = server.uri(ns.host_ip());
+  auto db = database::open(local_uri);
+  spool::migrate(db);
+  temp_dir dir;
+  const auto log = dir.path() / "runs.log";
+  // Logs "S id attempt ns who" at start and "E id attempt ns who how" at the
+  // end: how is "done", or "term" when the pool's SIGTERM stopped it.
+  const auto script = dir.path() / "run.sh";
+  std::ofstream(script)
+      << "log=$1; who=$2; secs=$3; id=$SPOOL_OP_ID; n=$SPOOL_OP_ATTEMPTS\n"
+         "cat > /dev/null\n"
+         "printf 'S\\t%s\\t%s\\t%s\\t%s\\n' \"$id\" \"$n\" \"$(date +%s%N)\" \"$who\" >> \"$log\"\n"
+         "trap 'printf \"E\\t%s\\t%s\\t%s\\t%s\\tterm\\n\" \"$id\" \"$n\" \"$(date +%s%N)\" "
+         "\"$who\" >> \"$log\"; exit 143' TERM\n"
+         "sleep \"$secs\" & wait $!\n"
+         "printf 'E\\t%s\\t%s\\t%s\\t%s\\tdone\\n' \"$id\" \"$n\" \"$(date +%s%N)\" \"$who\" >> "
+         "\"$log\"\n";
+  constexpr int ops_count = 40;
+  {
+    ops::queue q(db);
+    for (int i = 0; i < ops_count; ++i) {
+      ops::new_op op;
+      op.id = fmt::format("op-{:03}", i);
+      op.type = "part";
+      op.max_attempts = 10;
+      (void)q.enqueue(op);
+    }
+  }
+  const std::string cli = env_or_throw("SPOOL_CLI");
+  auto pool = [&](const std::string& who, const std::string& uri, const std::string& secs) {
+    return std::vector<std::string>{"ops",
+                                    "work",
+                                    "--db",
+                                    uri,
+                                    "--type",
+                                    "part",
+                                    "--concurrency",
+                                    "2",
+                                    "--poll-interval",
+                                    "50ms",
+                                    "--heartbeat-interval",
+                                    "500ms",
+                                    "--lease-timeout",
+                                    "3s",
+                                    "--rescue-interval",
+                                    "500ms",
+                                    "--owner",
+                                    who,
+                                    "--log-level",
+                                    "info",
+                                    "--exec",
+                                    fmt::format("sh {} {} {} {}", script.string(), log.string(), who, secs)};
+  };
+  auto away_args = pool("away", remote_uri, "8");
+  away_args.insert(away_args.begin(), {"netns", "exec", ns.name(), cli});
+  std::vector<supervised> pools;
+  pools.push_back({"away", "/usr/sbin/ip", away_args, false, "ops work: started"});
+  pools.push_back({"home", cli, pool("home", local_uri, "0.05"), false, "ops work: started"});
+  // The namespace's pool first, so that it holds ops when the cut comes.
+  pools[0].start(dir.path());
+  struct run_line {
+    std::string kind, id, attempt, who, how;
+    std::int64_t ns = 0;
+  };
+  const auto runs = [&] {
+    std::vector<run_line> out;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      std::vector<std::string> f;
+      std::size_t at = 0;
+      for (std::size_t tab; (tab = line.find('\t', at)) != std::string::npos; at = tab + 1)
+        f.push_back(line.substr(at, tab - at));
+      f.push_back(line.substr(at));
+      if (f.size() < 5) continue;
+      out.push_back({f[0], f[1], f[2], f[4], f.size() > 5 ? f[5] : "", std::stoll(f[3])});
+    }
+    return out;
+  };
+  std::set<std::string> held;
+  for (int i = 0; i < 600 && held.size() < 2; ++i) {
+    held.clear();
+    for (const auto& r : runs())
+      if (r.kind == "S" && r.who == "away") held.insert(r.id);
+    if (held.size() < 2) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(held.size(), 2u) << "the namespace's pool did not start its two ops: " << pools[0].proc->err();
+  pools[1].start(dir.path());
+  const auto cut_at = std::chrono::system_clock::now();
+  ns.cut(/*both_ways=*/true);
+  std::this_thread::sleep_for(12s);
+  const auto healed_at = std::chrono::system_clock::now();
+  ns.heal();
+
+  const auto open_ops = [&] {
+    return std::stol(*db.exec("SELECT count(*) FROM ops_queue WHERE status <> 'done'").at(0).at(0));
+  };
+  const auto until = std::chrono::steady_clock::now() + 120s;
+  while (open_ops() != 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(open_ops(), 0) << "ops not done after the cut healed";
+  for (const auto& f : stop_when_ready(pools)) ADD_FAILURE() << f;
+
+  const auto ns_of = [](std::chrono::system_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  const auto all = runs();
+  for (const auto& id : held) {
+    SCOPED_TRACE(id);
+    std::optional<run_line> away_end, home_start;
+    for (const auto& r : all) {
+      if (r.id != id) continue;
+      if (r.kind == "E" && r.who == "away") away_end = r;
+      if (r.kind == "S" && r.who == "home" && !home_start) home_start = r;
+    }
+    // Noticed within the cut: the command was stopped, not run to its end.
+    ASSERT_TRUE(away_end) << "the namespace's command of " << id << " never ended";
+    EXPECT_EQ(away_end->how, "term") << "the partitioned pool let its command run to the end";
+    EXPECT_LT(away_end->ns, ns_of(healed_at)) << "the partitioned pool noticed only after the cut healed";
+    EXPECT_GT(away_end->ns, ns_of(cut_at));
+    ASSERT_TRUE(home_start) << "the host's pool never ran " << id;
+    std::cout << id << ": the cut-off pool stopped its command " << (away_end->ns - ns_of(cut_at)) / 1'000'000
+              << " ms after the cut; the host's pool started it again after "
+              << (home_start->ns - ns_of(cut_at)) / 1'000'000 << " ms\n";
+    // The op's outcome is the host's: done, claimed again after the lease.
+    const auto row = db.exec("SELECT status, lease_owner, attempts FROM ops_queue WHERE id = $1", {id});
+    ASSERT_EQ(row.size(), 1u);
+    EXPECT_EQ(row[0][0], "done");
+    EXPECT_GE(std::stoi(*row[0][2]), 2) << "the rescue counts a second attempt";
+  }
+  long done_by_away_after_cut = 0;
+  for (const auto& r : all)
+    done_by_away_after_cut += r.kind == "E" && r.who == "away" && r.how == "done" && r.ns > ns_of(cut_at);
+  EXPECT_EQ(done_by_away_after_cut, 0) << "a command of the partitioned pool ran to its end after the cut";
+  std::cout << "ops partition (both ways, 12 s): " << held.size() << " ops held by the cut-off pool, "
+            << all.size() << " run lines\n";
 }
 
 }  // namespace
