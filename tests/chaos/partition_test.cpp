@@ -29,6 +29,8 @@
 #include "spool/database.hpp"
 #include "spool/migrate.hpp"
 #include "spool/ops/queue.hpp"
+#include "spool/outbox/writer.hpp"
+#include "spool/pg.hpp"
 #include "support/delivery_log.hpp"
 #include "support/test_db.hpp"
 
@@ -266,14 +268,55 @@ TEST(mq_partition_postgres,
   run_partition(/*both_ways=*/false);
 }
 
+// A command a worker runs per op or envelope: `sh SCRIPT LOG WHO SECONDS
+// IDVAR COUNTVAR` logs "S id count ns who" at its start, sleeps SECONDS and
+// logs "E id count ns who done"; stopped by SIGTERM it logs "... term".
+std::filesystem::path write_run_script(const std::filesystem::path& dir) {
+  const auto script = dir / "run.sh";
+  std::ofstream(script)
+      << "log=$1; who=$2; secs=$3; eval \"id=\\${$4}\"; eval \"n=\\${$5}\"\n"
+         "cat > /dev/null\n"
+         "printf 'S\\t%s\\t%s\\t%s\\t%s\\n' \"$id\" \"$n\" \"$(date +%s%N)\" \"$who\" >> \"$log\"\n"
+         "trap 'printf \"E\\t%s\\t%s\\t%s\\t%s\\tterm\\n\" \"$id\" \"$n\" \"$(date +%s%N)\" "
+         "\"$who\" >> \"$log\"; exit 143' TERM\n"
+         "sleep \"$secs\" & wait $!\n"
+         "printf 'E\\t%s\\t%s\\t%s\\t%s\\tdone\\n' \"$id\" \"$n\" \"$(date +%s%N)\" \"$who\" >> "
+         "\"$log\"\n";
+  return script;
+}
+
+struct run_line {
+  std::string kind, id, count, who, how;
+  std::int64_t ns = 0;
+};
+
+std::vector<run_line> read_runs(const std::filesystem::path& log) {
+  std::vector<run_line> out;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f;
+    std::size_t at = 0;
+    for (std::size_t tab; (tab = line.find('\t', at)) != std::string::npos; at = tab + 1)
+      f.push_back(line.substr(at, tab - at));
+    f.push_back(line.substr(at));
+    if (f.size() < 5) continue;
+    out.push_back({f[0], f[1], f[2], f[4], f.size() > 5 ? f[5] : "", std::stoll(f[3])});
+  }
+  return out;
+}
+
+std::int64_t ns_of(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 // The op worker pool behind the same partition: `spool ops work` in the
 // namespace runs each op's command for 8 s, another pool on the host for
 // 50 ms. Cut while the namespace's pool runs ops, for 12 s: its heartbeats
-// (deadline: one heartbeat interval) fail, so it must cancel those commands
-// once no heartbeat has succeeded for its lease timeout, long before they
-// would end and before the cut heals; the host's pool rescues the ops after
-// the lease expired and runs them again; every op ends done, by the host's
-// pool, its attempt counting both runs.
+// fail, so it must cancel those commands before their leases can expire on
+// the server (self-fencing), long before they would end; the host's pool
+// rescues the ops after the lease expired and runs them again, never while
+// the first run still runs; every op ends done, its attempt counting both
+// runs.
 TEST(ops_partition_postgres,
      a_pool_cut_off_cancels_its_handlers_within_its_lease_and_another_host_runs_them) {
   host_namespace ns;
@@ -283,18 +326,7 @@ TEST(ops_partition_postgres,
   spool::migrate(db);
   temp_dir dir;
   const auto log = dir.path() / "runs.log";
-  // Logs "S id attempt ns who" at start and "E id attempt ns who how" at the
-  // end: how is "done", or "term" when the pool's SIGTERM stopped it.
-  const auto script = dir.path() / "run.sh";
-  std::ofstream(script)
-      << "log=$1; who=$2; secs=$3; id=$SPOOL_OP_ID; n=$SPOOL_OP_ATTEMPTS\n"
-         "cat > /dev/null\n"
-         "printf 'S\\t%s\\t%s\\t%s\\t%s\\n' \"$id\" \"$n\" \"$(date +%s%N)\" \"$who\" >> \"$log\"\n"
-         "trap 'printf \"E\\t%s\\t%s\\t%s\\t%s\\tterm\\n\" \"$id\" \"$n\" \"$(date +%s%N)\" "
-         "\"$who\" >> \"$log\"; exit 143' TERM\n"
-         "sleep \"$secs\" & wait $!\n"
-         "printf 'E\\t%s\\t%s\\t%s\\t%s\\tdone\\n' \"$id\" \"$n\" \"$(date +%s%N)\" \"$who\" >> "
-         "\"$log\"\n";
+  const auto script = write_run_script(dir.path());
   constexpr int ops_count = 40;
   {
     ops::queue q(db);
@@ -329,7 +361,8 @@ TEST(ops_partition_postgres,
                                     "--log-level",
                                     "info",
                                     "--exec",
-                                    fmt::format("sh {} {} {} {}", script.string(), log.string(), who, secs)};
+                                    fmt::format("sh {} {} {} {} SPOOL_OP_ID SPOOL_OP_ATTEMPTS",
+                                                script.string(), log.string(), who, secs)};
   };
   auto away_args = pool("away", remote_uri, "8");
   away_args.insert(away_args.begin(), {"netns", "exec", ns.name(), cli});
@@ -338,24 +371,7 @@ TEST(ops_partition_postgres,
   pools.push_back({"home", cli, pool("home", local_uri, "0.05"), false, "ops work: started"});
   // The namespace's pool first, so that it holds ops when the cut comes.
   pools[0].start(dir.path());
-  struct run_line {
-    std::string kind, id, attempt, who, how;
-    std::int64_t ns = 0;
-  };
-  const auto runs = [&] {
-    std::vector<run_line> out;
-    std::ifstream in(log);
-    for (std::string line; std::getline(in, line);) {
-      std::vector<std::string> f;
-      std::size_t at = 0;
-      for (std::size_t tab; (tab = line.find('\t', at)) != std::string::npos; at = tab + 1)
-        f.push_back(line.substr(at, tab - at));
-      f.push_back(line.substr(at));
-      if (f.size() < 5) continue;
-      out.push_back({f[0], f[1], f[2], f[4], f.size() > 5 ? f[5] : "", std::stoll(f[3])});
-    }
-    return out;
-  };
+  const auto runs = [&] { return read_runs(log); };
   std::set<std::string> held;
   for (int i = 0; i < 600 && held.size() < 2; ++i) {
     held.clear();
@@ -379,9 +395,6 @@ TEST(ops_partition_postgres,
   EXPECT_EQ(open_ops(), 0) << "ops not done after the cut healed";
   for (const auto& f : stop_when_ready(pools)) ADD_FAILURE() << f;
 
-  const auto ns_of = [](std::chrono::system_clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  };
   const auto all = runs();
   for (const auto& id : held) {
     SCOPED_TRACE(id);
@@ -400,6 +413,9 @@ TEST(ops_partition_postgres,
     std::cout << id << ": the cut-off pool stopped its command " << (away_end->ns - ns_of(cut_at)) / 1'000'000
               << " ms after the cut; the host's pool started it again after "
               << (home_start->ns - ns_of(cut_at)) / 1'000'000 << " ms\n";
+    // Self-fencing: the cut-off pool stopped its command before the server
+    // could give the op to another pool, so the two runs never overlap.
+    EXPECT_LT(away_end->ns, home_start->ns) << "the cut-off pool's command still ran when the op ran again";
     // The op's outcome is the host's: done, claimed again after the lease.
     const auto row = db.exec("SELECT status, lease_owner, attempts FROM ops_queue WHERE id = $1", {id});
     ASSERT_EQ(row.size(), 1u);
@@ -412,6 +428,118 @@ TEST(ops_partition_postgres,
   EXPECT_EQ(done_by_away_after_cut, 0) << "a command of the partitioned pool ran to its end after the cut";
   std::cout << "ops partition (both ways, 12 s): " << held.size() << " ops held by the cut-off pool, "
             << all.size() << " run lines\n";
+}
+
+// The relay behind the same partition: `spool relay --sink exec:…` in the
+// namespace (lease 3 s, renewals every second) publishes each envelope for
+// 8 s, a relay on the host for 50 ms. Cut both ways for 12 s while the
+// namespace's relay publishes two: it must stop those sink calls before
+// their leases can expire (self-fencing), never record them, and the host's
+// relay must deliver them after the leases expired; every envelope ends
+// delivered, none published by two relays at once.
+TEST(relay_partition_postgres,
+     a_relay_cut_off_stops_its_sink_calls_within_its_lease_and_another_host_delivers) {
+  host_namespace ns;
+  listening_pg_server server(ns.host_ip());
+  const std::string local_uri = server.uri("127.0.0.1"), remote_uri = server.uri(ns.host_ip());
+  auto db = database::open(local_uri);
+  spool::migrate(db);
+  temp_dir dir;
+  const auto log = dir.path() / "runs.log";
+  const auto script = write_run_script(dir.path());
+  constexpr int envelopes = 40;
+  {
+    outbox::writer w(db);
+    pg::tx tx(db);
+    for (int i = 0; i < envelopes; ++i) {
+      outbox::envelope e;
+      e.id = fmt::format("env-{:03}", i);
+      e.topic = "part";
+      e.payload = "{}";
+      (void)w.insert(tx, e);
+    }
+    tx.commit();
+  }
+  const std::string cli = env_or_throw("SPOOL_CLI");
+  auto relay = [&](const std::string& who, const std::string& uri, const std::string& secs) {
+    return std::vector<std::string>{
+        "relay",
+        "--db",
+        uri,
+        "--concurrency",
+        "2",
+        "--batch",
+        "1",
+        "--lease",
+        "3s",
+        "--poll-interval",
+        "50ms",
+        "--owner",
+        who,
+        "--shutdown-grace",
+        "1s",
+        "--log-level",
+        "info",
+        "--sink",
+        fmt::format("exec:sh {} {} {} {} SPOOL_OUTBOX_ID SPOOL_OUTBOX_CLAIM_COUNT", script.string(),
+                    log.string(), who, secs)};
+  };
+  auto away_args = relay("away", remote_uri, "8");
+  away_args.insert(away_args.begin(), {"netns", "exec", ns.name(), cli});
+  std::vector<supervised> relays;
+  relays.push_back({"away", "/usr/sbin/ip", away_args, false, "relay: started"});
+  relays.push_back({"home", cli, relay("home", local_uri, "0.05"), false, "relay: started"});
+  relays[0].start(dir.path());
+  std::set<std::string> held;
+  for (int i = 0; i < 600 && held.size() < 2; ++i) {
+    held.clear();
+    for (const auto& r : read_runs(log))
+      if (r.kind == "S" && r.who == "away") held.insert(r.id);
+    if (held.size() < 2) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(held.size(), 2u) << "the namespace's relay did not start two sink calls: "
+                             << relays[0].proc->err();
+  relays[1].start(dir.path());
+  const auto cut_at = std::chrono::system_clock::now();
+  ns.cut(/*both_ways=*/true);
+  std::this_thread::sleep_for(12s);
+  const auto healed_at = std::chrono::system_clock::now();
+  ns.heal();
+
+  const auto undelivered = [&] {
+    return std::stol(*db.exec("SELECT count(*) FROM outbox_messages WHERE state <> 'delivered'").at(0).at(0));
+  };
+  const auto until = std::chrono::steady_clock::now() + 120s;
+  while (undelivered() != 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(undelivered(), 0) << "envelopes not delivered after the cut healed";
+  for (const auto& f : stop_when_ready(relays)) ADD_FAILURE() << f;
+
+  const auto all = read_runs(log);
+  for (const auto& id : held) {
+    SCOPED_TRACE(id);
+    std::optional<run_line> away_end, home_start;
+    for (const auto& r : all) {
+      if (r.id != id) continue;
+      if (r.kind == "E" && r.who == "away" && !away_end) away_end = r;
+      if (r.kind == "S" && r.who == "home" && !home_start) home_start = r;
+    }
+    ASSERT_TRUE(away_end) << "the namespace's sink call of " << id << " never ended";
+    EXPECT_EQ(away_end->how, "term") << "the partitioned relay let its sink call run to the end";
+    EXPECT_GT(away_end->ns, ns_of(cut_at));
+    EXPECT_LT(away_end->ns, ns_of(healed_at)) << "the partitioned relay noticed only after the cut healed";
+    ASSERT_TRUE(home_start) << "the host's relay never published " << id;
+    EXPECT_LT(away_end->ns, home_start->ns)
+        << "the cut-off relay's sink call still ran when the row was published again";
+    std::cout << id << ": the cut-off relay stopped its sink call "
+              << (away_end->ns - ns_of(cut_at)) / 1'000'000
+              << " ms after the cut; the host's relay published it again after "
+              << (home_start->ns - ns_of(cut_at)) / 1'000'000 << " ms\n";
+  }
+  for (const auto& r : all) {
+    EXPECT_FALSE(r.kind == "E" && r.who == "away" && r.how == "done" && r.ns > ns_of(cut_at) &&
+                 r.ns < ns_of(healed_at))
+        << "a sink call of the partitioned relay ran to its end during the cut: " << r.id;
+  }
 }
 
 }  // namespace

@@ -85,16 +85,19 @@ struct handler_options {
 struct pool_metrics;
 
 struct worker_pool_options {
-  int workers = 4;                                                 // ≥ 1
+  int workers = 4;  // ≥ 1
   // Ops each worker claims per dequeue (1 … 1000, dequeue_batch above 1). The
   // worker runs them in turn and records the successes with one ack_batch
   // after the last handler (failures at once); claimed ops waiting their turn
   // are heartbeated like running ones, and released unstarted at stop().
   std::size_t batch = 1;
-  std::chrono::milliseconds poll_interval{500};                    // idle poll period
-  std::chrono::milliseconds max_db_backoff{30000};                 // cap of the database-error backoff
-  std::chrono::milliseconds heartbeat_interval{10000};             // §5.1
-  std::chrono::milliseconds lease_timeout{60000};                  // ≥ 3 × heartbeat_interval
+  std::chrono::milliseconds poll_interval{500};         // idle poll period
+  std::chrono::milliseconds max_db_backoff{30000};      // cap of the database-error backoff
+  std::chrono::milliseconds heartbeat_interval{10000};  // §5.1
+  // ≥ 3 × heartbeat_interval. A handler whose heartbeats have not got through
+  // for lease_timeout - heartbeat_interval (since the last successful one was
+  // sent) is cancelled: it stops before its lease can expire on the server.
+  std::chrono::milliseconds lease_timeout{60000};
   std::chrono::milliseconds rescue_interval{10000};                // ±20 % jitter
   bool rescuer = true;                                             // run the rescuer in this pool
   std::optional<std::chrono::milliseconds> legacy_orphan_timeout;  // §5.3; unset: off

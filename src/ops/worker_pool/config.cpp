@@ -1,9 +1,8 @@
 // The worker pool's options and retry policies, checked once.
-#include "ops/worker_pool/impl.hpp"
-
 #include <fmt/format.h>
 
 #include "common/log.hpp"
+#include "ops/worker_pool/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {

@@ -1,13 +1,12 @@
 // Claimed ops run through their handlers, and their outcomes decided
 // (op-queue.md §7.3).
-#include "ops/worker_pool/impl.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "common/log.hpp"
 #include "common/text/utf8.hpp"
+#include "ops/worker_pool/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {
@@ -27,7 +26,8 @@ void worker_pool::impl::end_claim(const std::vector<std::shared_ptr<flight>>& cl
 // together after the last handler (one ack_batch: one round trip, one
 // commit); they stay in flight, heartbeated, until then. Ops not started
 // when stop() begins are released at once.
-void worker_pool::impl::run_claimed(const std::vector<std::shared_ptr<flight>>& claimed, const std::stop_token& stop) {
+void worker_pool::impl::run_claimed(const std::vector<std::shared_ptr<flight>>& claimed,
+                                    const std::stop_token& stop) {
   std::vector<std::shared_ptr<flight>> to_ack;
   for (const auto& f : claimed) {
     if (stop.stop_requested()) {  // stop() began: do not start it

@@ -31,7 +31,10 @@ struct flight {
   op claimed;
   std::stop_source stop;
   std::atomic<stop_cause> cause{stop_cause::none};
-  std::chrono::steady_clock::time_point last_heartbeat;  // last success (or the claim)
+  // When the last heartbeat that succeeded (or the claim) was sent: the
+  // server's lease runs at least lease_timeout from then. Written by the
+  // poller and the heartbeat thread, read by the fencer.
+  std::atomic<std::chrono::steady_clock::time_point> last_heartbeat{};
   // Held while the outcome is recorded; outcome_done once it was. A heartbeat
   // refused because the outcome just committed is then no lease loss.
   std::mutex outcome_mutex;
@@ -98,13 +101,20 @@ struct worker_pool::impl {
   // Runs an outcome call with a fresh deadline (never the shutdown signal),
   // retrying unavailable / in_doubt with backoff until outcome_deadline: a
   // replay of a recorded outcome succeeds (§4.5), so this is not blind.
-    void record(flight& f, std::string_view what, const std::function<void(const call_options&)>& call);
+  void record(flight& f, std::string_view what, const std::function<void(const call_options&)>& call);
 
   // ---- heartbeats, §5.1 (worker_pool/heartbeats.cpp) ----
   // One heartbeat of every live lease; the wait before the next.
   std::chrono::milliseconds heartbeat_round();
   bool finished(const flight& f);
   void lose(flight& f, std::string_view why);
+  // Self-fencing: loses every live lease whose last successful heartbeat was
+  // sent lease_timeout - heartbeat_interval ago or more, so a pool that
+  // cannot reach the database (a partition, a hung server) stops its
+  // handlers before the server can give their ops to another pool, whatever
+  // its own heartbeat call is waiting for. Returns the wait until the next
+  // lease could reach that point (at most heartbeat_interval).
+  std::optional<std::chrono::milliseconds> fence_round();
 
   // ---- rescuer, §5.2 (worker_pool/rescuer.cpp) ----
   // The rescuer's wait: rescue_interval with ±20 % jitter.
@@ -148,9 +158,9 @@ struct worker_pool::impl {
   std::mt19937_64 rng{std::random_device{}()};
 
   spool::detail::worker_group workers;  // their stop token is the claim stop
-  spool::detail::periodic_service heartbeater, rescuer, reporter;
+  spool::detail::periodic_service heartbeater, fencer, rescuer, reporter;
   spool::detail::db_backoff heartbeat_backoff, rescue_backoff;  // each used by its service's thread only
-  std::mt19937_64 rescue_rng{std::random_device{}()};          // the rescuer's thread only
+  std::mt19937_64 rescue_rng{std::random_device{}()};           // the rescuer's thread only
   // Last: destroyed first, so no listener callback outlives the members above.
   std::shared_ptr<void> subscription;
 };

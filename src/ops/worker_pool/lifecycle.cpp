@@ -1,11 +1,10 @@
 // The pool's start and graceful stop (op-queue.md §7.4), and its metrics.
-#include "ops/worker_pool/impl.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "common/log.hpp"
+#include "ops/worker_pool/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {
@@ -38,7 +37,9 @@ void worker_pool::impl::start() {
   }
   subscription = q.subscribe_ready(type_list, [this](bool matched) { on_ready(matched); });
   by_notify = subscription != nullptr;
-  heartbeater.start(opts.heartbeat_interval, [this](const std::stop_token&) { return std::optional(heartbeat_round()); });
+  heartbeater.start(opts.heartbeat_interval,
+                    [this](const std::stop_token&) { return std::optional(heartbeat_round()); });
+  fencer.start(opts.heartbeat_interval, [this](const std::stop_token&) { return fence_round(); });
   if (opts.rescuer) rescuer.start(rescue_wait(), [this](const std::stop_token&) { return rescue_round(); });
   if (opts.on_metrics) {
     reporter.start(opts.metrics_interval, [this](const std::stop_token&) {
@@ -77,11 +78,12 @@ stop_report worker_pool::impl::stop(std::chrono::milliseconds deadline) {
   fl.unlock();
   // Heartbeats stop: the leases of handlers still running expire.
   heartbeater.stop();
+  fencer.stop();
   if (report.still_running.empty()) {
     workers.join();
   } else {
-    log().error("ops worker_pool {}: {} handler(s) still running after shutdown cancellation: {}",
-                opts.owner, report.still_running.size(), fmt::join(report.still_running, ", "));
+    log().error("ops worker_pool {}: {} handler(s) still running after shutdown cancellation: {}", opts.owner,
+                report.still_running.size(), fmt::join(report.still_running, ", "));
   }
   subscription.reset();  // no more callbacks into this pool
   if (opts.on_metrics) {

@@ -1,12 +1,11 @@
 // An op's outcome recorded with a fresh deadline, retried while the
 // database is unavailable or in doubt (a replayed outcome succeeds, §4.5).
-#include "ops/worker_pool/impl.hpp"
-
 #include <algorithm>
 #include <thread>
 
 #include "common/log.hpp"
 #include "common/text/utf8.hpp"
+#include "ops/worker_pool/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {

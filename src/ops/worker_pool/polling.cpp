@@ -1,11 +1,10 @@
 // The pool's workers and their shared idle polling (op-queue.md §7.2): idle
 // workers park while one of them polls, so an idle pool makes at most one
 // dequeue per poll_interval.
-#include "ops/worker_pool/impl.hpp"
-
 #include <algorithm>
 
 #include "common/log.hpp"
+#include "ops/worker_pool/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {
@@ -41,6 +40,7 @@ void worker_pool::impl::work(const std::stop_token& stop) {
     }
     std::vector<op> got;
     bool failed = false;
+    const auto asked = std::chrono::steady_clock::now();  // the lease runs from after this
     try {
       ready_seen = ready_generation();
       marker = q.change_marker();
@@ -69,7 +69,7 @@ void worker_pool::impl::work(const std::stop_token& stop) {
     for (auto& o : got) {
       auto f = std::make_shared<flight>();
       f->claimed = std::move(o);
-      f->last_heartbeat = std::chrono::steady_clock::now();
+      f->last_heartbeat = asked;
       count(f->claimed.type, &type_metrics::claimed);
       claimed.push_back(std::move(f));
     }
@@ -135,7 +135,8 @@ std::uint64_t worker_pool::impl::ready_generation() {
 
 // The poller's wait: a NOTIFY naming one of our types (PostgreSQL with
 // notify), else the queue's change marker, or poll_interval as the fallback.
-void worker_pool::impl::idle_wait(std::uint64_t marker, std::uint64_t ready_seen, const std::stop_token& stop) {
+void worker_pool::impl::idle_wait(std::uint64_t marker, std::uint64_t ready_seen,
+                                  const std::stop_token& stop) {
   bool woken = false;
   if (by_notify) {
     std::unique_lock lock(idle_mutex);

@@ -1,8 +1,7 @@
 // The rescuer (op-queue.md §5.2): expired leases, and legacy orphans when
 // configured, put back to pending.
-#include "ops/worker_pool/impl.hpp"
-
 #include "common/log.hpp"
+#include "ops/worker_pool/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::ops {
@@ -28,7 +27,8 @@ std::optional<std::chrono::milliseconds> worker_pool::impl::rescue_round() {
     rescue_backoff.reset();
     for (const auto& r : rescued) {
       count(r.type, &type_metrics::recovered);
-      log().info("ops worker_pool {}: rescued op {} ({}), now {}", opts.owner, r.id, r.type, to_string(r.status));
+      log().info("ops worker_pool {}: rescued op {} ({}), now {}", opts.owner, r.id, r.type,
+                 to_string(r.status));
     }
   } catch (const error& e) {
     if (e.code() == errc::stopped) return std::nullopt;

@@ -65,8 +65,8 @@ struct relay::impl {
   mutable std::mutex mu;
   std::condition_variable_any cv;                          // tasks, capacity, flights, stop
   std::map<std::string, std::shared_ptr<flight>> flights;  // every held lease, by id
-  std::deque<std::shared_ptr<flight>> tasks;  // claimed rows waiting for a worker
-  std::size_t busy = 0;                       // workers with a row
+  std::deque<std::shared_ptr<flight>> tasks;               // claimed rows waiting for a worker
+  std::size_t busy = 0;                                    // workers with a row
   bool session_over = false;
   relay_metrics m;
   relay_health h;
@@ -122,7 +122,8 @@ struct relay::impl {
   // (rule 7): showing `committed` it took effect; still held by this lease it
   // is repeated; anything else means the lease is gone.
   recorded run_transition(flight& f, std::string_view what, lease_fate committed,
-                          const std::function<void(const call_options&)>& fn, sink_outcome* sink_part = nullptr);
+                          const std::function<void(const call_options&)>& fn,
+                          sink_outcome* sink_part = nullptr);
   void release(flight& f);
   void dead_letter(flight& f, failure fl);
   // The retry delay of failure n (rule 3, 4, 11).
@@ -163,6 +164,12 @@ struct relay::impl {
   // ---- renewal, rule 2 (relay/renewer.cpp) ----
   // One renewal round of every held lease; the wait before the next.
   std::chrono::milliseconds renew_round();
+  // Self-fencing: marks lost every lease in publishing whose deadline is
+  // within one renew_interval, so a relay whose renewals do not get through
+  // (a partition, a hung server) stops its sink calls before the server can
+  // give their rows to another relay, whatever its renewal call is waiting
+  // for. Returns the wait until the next lease could reach that point.
+  std::optional<std::chrono::milliseconds> fence_round();
 
   // ---- claims, rules 1, 5, 8 (relay/claims.cpp) ----
   // ---- claims (rule 1, 5, 8) ----
@@ -173,7 +180,7 @@ struct relay::impl {
 
   // ---- sessions (relay/session.cpp) ----
   spool::detail::worker_group workers;  // they end when the session is over, not by the token
-  spool::detail::periodic_service renewer_service, reporter_service;
+  spool::detail::periodic_service renewer_service, fencer_service, reporter_service;
 
   void begin_session();
   void report();

@@ -45,6 +45,13 @@ std::shared_ptr<flight> relay::impl::handle(flight& f) {
     release(f);
     return nullptr;
   }
+  // Self-fencing (fence_round): a lease within one renew_interval of its
+  // deadline is not published on; its row goes to whoever claims it next.
+  if (f.deadline.load() - std::chrono::duration_cast<steady::duration>(renew).count() <=
+      steady::now().time_since_epoch().count()) {
+    mark_lost(f, "no renewal got through in time: its lease could expire");
+    return nullptr;
+  }
   f.ph = publishing;  // the sink call may now be abandoned at shutdown
   sink_outcome out;
   const auto started = steady::now();

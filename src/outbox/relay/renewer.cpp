@@ -1,10 +1,10 @@
 // Lease renewal (outbox.md §7 rule 2): every held lease extended each
-// renew_interval, in calls of at most 1,000; a lease not renewed in time is lost.
+// renew_interval, in calls of at most 1,000; a lease not renewed in time is
+// lost one renew_interval before it could expire (fence_round).
 #include <algorithm>
 
-#include "outbox/relay/impl.hpp"
-
 #include "common/log.hpp"
+#include "outbox/relay/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox {
@@ -44,13 +44,32 @@ std::chrono::milliseconds relay::impl::renew_round() {
       store_error("extend_leases", e);
     }
   }
-  // A lease whose deadline passed without renewal is lost (its sink call stops).
-  const auto now = steady::now().time_since_epoch().count();
-  for (const auto& f : held) {
-    if (f->ph == publishing && f->deadline.load() <= now)
-      mark_lost(*f, "deadline passed without renewal");
-  }
+  (void)fence_round();
   return failed ? std::min<std::chrono::milliseconds>(renew, 200ms) : renew;
+}
+
+std::optional<std::chrono::milliseconds> relay::impl::fence_round() {
+  std::vector<std::shared_ptr<flight>> held;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [id, f] : flights) {
+      if (!f->lost && f->ph == publishing) held.push_back(f);
+    }
+  }
+  // One renew_interval of margin (renew ≤ lease_duration / 2): the time for
+  // the sink call to stop before the lease can expire on the server.
+  const auto margin = std::chrono::duration_cast<steady::duration>(renew).count();
+  const auto now = steady::now().time_since_epoch().count();
+  auto next = std::chrono::duration_cast<steady::duration>(renew).count();
+  for (const auto& f : held) {
+    const auto fence_at = f->deadline.load() - margin;
+    if (fence_at <= now) {
+      mark_lost(*f, "no renewal got through in time: its lease could expire");
+    } else {
+      next = std::min(next, fence_at - now);
+    }
+  }
+  return std::max(std::chrono::ceil<std::chrono::milliseconds>(steady::duration(next)), 1ms);
 }
 
 }  // namespace spool::outbox

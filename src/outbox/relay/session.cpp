@@ -1,10 +1,9 @@
 // A relay session: its workers and services started, and ended gracefully
 // (outbox.md §7 rule 10) or after one claim round.
-#include "outbox/relay/impl.hpp"
-
 #include <fmt/format.h>
 
 #include "common/log.hpp"
+#include "outbox/relay/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox {
@@ -21,6 +20,7 @@ void relay::impl::begin_session() {
   stopping = false;
   workers.start(threads, [this](const std::stop_token&) { worker(); });
   renewer_service.start(renew, [this](const std::stop_token&) { return std::optional(renew_round()); });
+  fencer_service.start(renew, [this](const std::stop_token&) { return fence_round(); });
   if (o.notify) {
     try {
       subscription = st.subscribe_changes([this](bool) {
@@ -88,6 +88,7 @@ void relay::impl::end_session(bool graceful) {
   cv.notify_all();
   workers.join();  // sinks MUST observe their stop token
   renewer_service.stop();
+  fencer_service.stop();
   reporter_service.stop();
   {
     std::lock_guard lock(mu);
