@@ -37,8 +37,7 @@ void run_work(cli_context& ctx, const work_args& a) {
       a.visibility.empty() ? std::chrono::seconds(30) : parse_seconds(a.visibility, "--visibility");
   const spool::database db = open_database(ctx);
   spool::mq::queue q(
-      db,
-      {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
+      db, {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
   (void)q.metrics();  // fail fast (missing tables, unreachable) before starting workers
   const spool::mq::consumer_options options{.concurrency = a.concurrency, .batch = a.batch};
   const auto one = [&a](const spool::mq::delivered_message& d) {
@@ -70,7 +69,7 @@ void run_work(cli_context& ctx, const work_args& a) {
                   [&] { write(w, q.metrics(spool::call_options::within(backlog_budget)), queue_label); });
     return w.str();
   };
-  const auto health = [&] {
+  const auto health = [&](bool) {
     const bool ok = q.healthy();
     return health_report{ok,
                          ojson{{"status", ok ? "ok" : "database unreachable"}, {"queue", a.queue}}.dump()};

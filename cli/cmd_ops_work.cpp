@@ -87,7 +87,7 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
     write_backlog(w, table, [&] { write(w, q.stats(spool::call_options::within(backlog_budget)), table); });
     return w.str();
   };
-  const auto health = [&] {
+  const auto health = [&](bool) {
     (void)q.stats(spool::call_options::within(backlog_budget));  // the database answers, else 503
     return health_report{true, ojson{{"status", "ok"}, {"owner", pool.owner()}}.dump()};
   };

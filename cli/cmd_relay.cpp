@@ -120,16 +120,18 @@ std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::d
 // /healthz: healthy while the relay runs and its last store call succeeded.
 // An open breaker (the sink is down) is reported but is not unhealthy:
 // restarting the relay would not bring the sink back.
-health_report relay_health_report(const spool::outbox::relay_health& h) {
+health_report relay_health_report(const spool::outbox::relay_health& h, bool details) {
   const bool ok = h.running && h.store_ok;
-  return {ok, ojson{{"status", ok ? "ok" : (h.running ? "store failing" : "not running")},
-                    {"running", h.running},
-                    {"store_ok", h.store_ok},
-                    {"sink_ok", h.sink_ok},
-                    {"breaker", std::string(spool::outbox::to_string(h.breaker))},
-                    {"last_store_error", h.last_store_error},
-                    {"last_sink_error", h.last_sink_error}}
-                  .dump(-1, ' ', false, ojson::error_handler_t::replace)};
+  ojson body{{"status", ok ? "ok" : (h.running ? "store failing" : "not running")},
+             {"running", h.running},
+             {"store_ok", h.store_ok},
+             {"sink_ok", h.sink_ok},
+             {"breaker", std::string(spool::outbox::to_string(h.breaker))}};
+  if (details) {
+    body["last_store_error"] = h.last_store_error;
+    body["last_sink_error"] = h.last_sink_error;
+  }
+  return {ok, body.dump(-1, ' ', false, ojson::error_handler_t::replace)};
 }
 
 void run_relay(cli_context& ctx, const relay_args& a) {
@@ -184,8 +186,9 @@ void run_relay(cli_context& ctx, const relay_args& a) {
     });
     return w.str();
   };
-  auto server = serve_metrics(a.metrics_addr,
-                              {.metrics = scrape, .health = [&] { return relay_health_report(r.health()); }});
+  auto server = serve_metrics(a.metrics_addr, {.metrics = scrape, .health = [&](bool details) {
+                                                 return relay_health_report(r.health(), details);
+                                               }});
   // The stdout sink writes its documents to the terminal: a status line would tangle with them.
   const bool show_progress = progress_wanted(ctx.json) && a.sink != "stdout";
   auto ticker = std::make_unique<progress_ticker>(show_progress, "relay", [&r] {

@@ -78,14 +78,17 @@ metrics_server::metrics_server(std::string_view addr, metrics_endpoint endpoint)
       res.set_content(fmt::format("metrics failed: {}\n", e.what()), "text/plain");
     }
   });
-  svr.Get("/healthz", [ep = endpoint](const httplib::Request&, httplib::Response& res) {
+  svr.Get("/healthz", [ep = endpoint](const httplib::Request& req, httplib::Response& res) {
+    // Error texts can name hosts, tables or a sink's URL: only on request.
+    const bool details = req.get_param_value("details") == "1";
     try {
-      const auto h = ep.health();
+      const auto h = ep.health(details);
       res.status = h.healthy ? 200 : 503;
       res.set_content(h.body + "\n", "application/json");
     } catch (const std::exception& e) {
       res.status = 503;
-      res.set_content(fmt::format("health check failed: {}\n", e.what()), "text/plain");
+      res.set_content(details ? fmt::format("health check failed: {}\n", e.what()) : "health check failed\n",
+                      "text/plain");
     }
   });
   int port = hp.port;

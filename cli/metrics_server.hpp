@@ -32,7 +32,9 @@ struct health_report {
 
 struct metrics_endpoint {
   std::function<std::string()> metrics;  // the exposition; called per scrape
-  std::function<health_report()> health;
+  // details: GET /healthz?details=1 asked for error texts (the last database
+  // or sink error), which a plain GET never shows (docs/SECURITY.md).
+  std::function<health_report(bool details)> health;
 };
 
 // Serves endpoint at addr until destroyed. The callbacks run on the server's

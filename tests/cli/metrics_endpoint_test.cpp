@@ -229,6 +229,36 @@ TEST_P(metrics_endpoint, an_ordered_relay_reports_the_rows_an_open_transaction_h
   EXPECT_EQ(relay.stop(SIGTERM), 0) << relay.err();
 }
 
+TEST_P(metrics_endpoint, healthz_shows_error_texts_only_when_asked_for_details) {
+  cli_process relay({"relay", "--sink", "stdout", "--owner", "r1", "--poll-interval", "50ms",
+                     "--metrics-addr", "127.0.0.1:0", "--db", uri_},
+                    dir_.path(), "relay");
+  const auto base = start(relay);
+  ASSERT_FALSE(base.empty()) << relay.err();
+  // The store fails with an error that names the table: the kind of text
+  // (hosts, tables, URLs) an outsider probing health should not read.
+  if (GetParam()) {
+    spool::test::pg_exec(uri_, "DROP TABLE outbox_messages CASCADE");
+  } else {
+    spool::test::sqlite_exec(uri_, "DROP TABLE outbox_messages");
+  }
+  ASSERT_TRUE(eventually([&] {
+    return get(base, "/healthz?details=1").body.find("outbox_messages") != std::string::npos;
+  })) << get(base, "/healthz?details=1").body;
+  const auto detailed = get(base, "/healthz?details=1");
+  EXPECT_EQ(detailed.status, 503);
+  EXPECT_TRUE(json::parse(detailed.body).contains("last_store_error")) << detailed.body;
+  const auto plain = get(base, "/healthz");
+  EXPECT_EQ(plain.status, 503);
+  EXPECT_EQ(plain.body.find("outbox_messages"), std::string::npos) << plain.body;
+  const auto body = json::parse(plain.body);
+  EXPECT_FALSE(body.contains("last_store_error")) << plain.body;
+  EXPECT_FALSE(body.contains("last_sink_error")) << plain.body;
+  EXPECT_EQ(body["store_ok"], false) << plain.body;
+  EXPECT_EQ(body["status"], "store failing") << plain.body;
+  (void)relay.stop(SIGTERM);
+}
+
 TEST_P(metrics_endpoint, a_malformed_or_occupied_address_fails_with_one_line_and_nothing_on_stdout) {
   const std::vector<std::string> work{"ops", "work", "--type", "x", "--exec", "true", "--db", uri_};
   spool::test::expect_failure(spool::test::run_cli(with(work, {"--metrics-addr", "localhost"})), 1,
