@@ -58,7 +58,7 @@ nlohmann::json read_payload(const ops_args& a) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return nlohmann::json::object();
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw invalid(fmt::format("the payload is not valid JSON: {}", e.what()));
   }
 }

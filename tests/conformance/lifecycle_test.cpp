@@ -210,6 +210,9 @@ TEST(mq_config, the_wire_form_is_camel_case_with_aliases_and_both_visibility_def
   EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"connections":"many"})"), errc::invalid_argument);
   EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":-1})"), errc::invalid_argument);
   EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":4294967296})"), errc::invalid_argument);
+  // A number beyond a double is invalid JSON here, not an escaping library exception (fuzz/http_inputs).
+  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"connections":52e3002})"), errc::invalid_argument);
+  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json("52e3002"), errc::invalid_argument);
 }
 
 TEST(mq_config, a_code_built_queue_with_zero_visibility_uses_thirty_seconds) {

@@ -160,6 +160,11 @@ TEST_P(outbox_http_sink, retry_after_in_seconds_or_as_an_http_date_becomes_the_o
   EXPECT_LE(*out.retry_after, std::chrono::hours(1));
   EXPECT_GT(*out.retry_after, std::chrono::minutes(50));
 
+  // Dates past the clock's range (a hostile or broken receiver) are the one-day cap.
+  for (const char* far : {"Wed, 21 Oct 6026 07:28:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT"}) {
+    receiver.answer(503, {{"Retry-After", far}});
+    EXPECT_EQ(s->publish(m, {}).retry_after, std::chrono::milliseconds(std::chrono::hours(24))) << far;
+  }
   receiver.answer(503, {{"Retry-After", "soon"}});
   EXPECT_EQ(s->publish(m, {}).retry_after, std::nullopt);
   receiver.answer(500);

@@ -38,10 +38,16 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view valu
   const std::string text(value);
   const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
   if (end == nullptr || *end != '\0') return std::nullopt;
-  const auto at = std::chrono::system_clock::from_time_t(::timegm(&tm));
-  if (at <= now) return std::chrono::milliseconds(0);
-  return std::min<std::chrono::milliseconds>(std::chrono::duration_cast<std::chrono::milliseconds>(at - now),
-                                             retry_after_cap);
+  // In whole seconds: a date centuries ahead (year 9999, or more digits)
+  // does not fit system_clock's nanoseconds, so it never becomes a time_point
+  // (found by fuzz/http_inputs).
+  const long long at = ::timegm(&tm);
+  const long long now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  if (at <= now_s) return std::chrono::milliseconds(0);
+  if (at - now_s >= retry_after_cap.count()) return retry_after_cap;
+  const auto ahead = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::seconds(at - now_s) - (now.time_since_epoch() - std::chrono::seconds(now_s)));
+  return std::max(ahead, std::chrono::milliseconds(0));
 }
 
 sink_outcome classify_http_status(int status, std::string_view reason, std::string_view retry_after,
