@@ -222,18 +222,18 @@ const std::string* connection::prepare_cached(const std::string& sql, int n, int
 }
 
 void connection::wait_until_ready(const call_options& limits, std::string_view& cancelled_for, intent what) {
-  std::chrono::steady_clock::time_point cancelled_at;
   // Wait in short slices: a stop_token has no descriptor to poll.
   while (PQisBusy(conn_) != 0) {
     if (cancelled_for.empty()) {
       if (const std::string_view why = spool::detail::interruption(limits); !why.empty()) {
         cancelled_for = why;
-        cancelled_at = std::chrono::steady_clock::now();
+        cancelled_at_ = std::chrono::steady_clock::now();
         send_cancel(conn_);
       }
-    } else if (std::chrono::steady_clock::now() - cancelled_at >= cancel_grace) {
+    } else if (std::chrono::steady_clock::now() - cancelled_at_ >= cancel_grace) {
       // Neither the statement nor the cancel was answered: give the
       // connection up, so the call ends now and nothing reuses it.
+      given_up_ = true;
       ::shutdown(PQsocket(conn_), SHUT_RDWR);
       (void)PQconsumeInput(conn_);
       const std::string reason(cancelled_for);

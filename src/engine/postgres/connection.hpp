@@ -5,6 +5,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,7 +39,12 @@ class connection {
   connection& operator=(const connection&) = delete;
 
   [[nodiscard]] PGconn* native() const noexcept { return conn_; }
-  [[nodiscard]] bool healthy() const noexcept { return conn_ && PQstatus(conn_) == CONNECTION_OK; }
+  // Usable for the next call: connected, not given up after an unanswered
+  // cancel (wait_until_ready), and not left in pipeline mode.
+  [[nodiscard]] bool healthy() const noexcept {
+    return conn_ && !given_up_ && PQstatus(conn_) == CONNECTION_OK &&
+           PQpipelineStatus(conn_) == PQ_PIPELINE_OFF;
+  }
   [[nodiscard]] bool in_transaction() const noexcept;
   // True when the session's client_encoding is UTF8 (libpq tracks it from
   // the server's ParameterStatus, so a SET is seen too).
@@ -101,6 +107,10 @@ class connection {
 
   PGconn* conn_ = nullptr;
   bool owned_ = true;
+  // When this call's cancel was sent: a pipeline waits for several results
+  // after one cancel, and the grace runs from the cancel, not per result.
+  std::chrono::steady_clock::time_point cancelled_at_{};
+  bool given_up_ = false;                                  // its socket was shut down: never used again
   std::unordered_map<std::string, std::string> prepared_;  // sql → statement name
   std::string display_;
 };
