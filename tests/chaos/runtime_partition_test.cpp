@@ -12,6 +12,39 @@ namespace {
 
 using namespace spool::test::partition;
 
+// For each run the cut-off runtime ("away") held when the cut came: it was
+// stopped (SIGTERM, not run to its end) after the cut and before it healed,
+// and the host's runtime ("home") started it again only after that, so the
+// two runs never overlap (self-fencing). what names the run in messages.
+void expect_stopped_before_rerun(const std::vector<run_line>& all, const std::set<std::string>& held,
+                                 std::chrono::system_clock::time_point cut_at,
+                                 std::chrono::system_clock::time_point healed_at, const std::string& what) {
+  for (const auto& id : held) {
+    SCOPED_TRACE(id);
+    std::optional<run_line> away_end, home_start;
+    for (const auto& r : all) {
+      if (r.id != id) continue;
+      if (r.kind == "E" && r.who == "away" && !away_end) away_end = r;
+      if (r.kind == "S" && r.who == "home" && !home_start) home_start = r;
+    }
+    ASSERT_TRUE(away_end) << "the cut-off " << what << " of " << id << " never ended";
+    EXPECT_EQ(away_end->how, "term") << "the cut-off " << what << " ran to its end";
+    EXPECT_GT(away_end->ns, ns_of(cut_at));
+    EXPECT_LT(away_end->ns, ns_of(healed_at)) << "the cut-off runtime noticed only after the cut healed";
+    ASSERT_TRUE(home_start) << "the host's runtime never ran " << id;
+    EXPECT_LT(away_end->ns, home_start->ns)
+        << "the cut-off " << what << " still ran when " << id << " ran again";
+    std::cout << id << ": the cut-off " << what << " stopped " << (away_end->ns - ns_of(cut_at)) / 1'000'000
+              << " ms after the cut; the host started it again after "
+              << (home_start->ns - ns_of(cut_at)) / 1'000'000 << " ms\n";
+  }
+  for (const auto& r : all) {
+    EXPECT_FALSE(r.kind == "E" && r.who == "away" && r.how == "done" && r.ns > ns_of(cut_at) &&
+                 r.ns < ns_of(healed_at))
+        << "a " << what << " of the cut-off runtime ran to its end during the cut: " << r.id;
+  }
+}
+
 // The op worker pool behind the same partition: `spool ops work` in the
 // namespace runs each op's command for 8 s, another pool on the host for
 // 50 ms. Cut while the namespace's pool runs ops, for 12 s: its heartbeats
@@ -99,36 +132,15 @@ TEST(ops_partition_postgres,
   for (const auto& f : stop_when_ready(pools)) ADD_FAILURE() << f;
 
   const auto all = runs();
+  expect_stopped_before_rerun(all, held, cut_at, healed_at, "command");
   for (const auto& id : held) {
     SCOPED_TRACE(id);
-    std::optional<run_line> away_end, home_start;
-    for (const auto& r : all) {
-      if (r.id != id) continue;
-      if (r.kind == "E" && r.who == "away") away_end = r;
-      if (r.kind == "S" && r.who == "home" && !home_start) home_start = r;
-    }
-    // Noticed within the cut: the command was stopped, not run to its end.
-    ASSERT_TRUE(away_end) << "the namespace's command of " << id << " never ended";
-    EXPECT_EQ(away_end->how, "term") << "the partitioned pool let its command run to the end";
-    EXPECT_LT(away_end->ns, ns_of(healed_at)) << "the partitioned pool noticed only after the cut healed";
-    EXPECT_GT(away_end->ns, ns_of(cut_at));
-    ASSERT_TRUE(home_start) << "the host's pool never ran " << id;
-    std::cout << id << ": the cut-off pool stopped its command " << (away_end->ns - ns_of(cut_at)) / 1'000'000
-              << " ms after the cut; the host's pool started it again after "
-              << (home_start->ns - ns_of(cut_at)) / 1'000'000 << " ms\n";
-    // Self-fencing: the cut-off pool stopped its command before the server
-    // could give the op to another pool, so the two runs never overlap.
-    EXPECT_LT(away_end->ns, home_start->ns) << "the cut-off pool's command still ran when the op ran again";
     // The op's outcome is the host's: done, claimed again after the lease.
     const auto row = db.exec("SELECT status, lease_owner, attempts FROM ops_queue WHERE id = $1", {id});
     ASSERT_EQ(row.size(), 1u);
     EXPECT_EQ(row[0][0], "done");
     EXPECT_GE(std::stoi(*row[0][2]), 2) << "the rescue counts a second attempt";
   }
-  long done_by_away_after_cut = 0;
-  for (const auto& r : all)
-    done_by_away_after_cut += r.kind == "E" && r.who == "away" && r.how == "done" && r.ns > ns_of(cut_at);
-  EXPECT_EQ(done_by_away_after_cut, 0) << "a command of the partitioned pool ran to its end after the cut";
   std::cout << "ops partition (both ways, 12 s): " << held.size() << " ops held by the cut-off pool, "
             << all.size() << " run lines\n";
 }
@@ -217,32 +229,7 @@ TEST(relay_partition_postgres,
   EXPECT_EQ(undelivered(), 0) << "envelopes not delivered after the cut healed";
   for (const auto& f : stop_when_ready(relays)) ADD_FAILURE() << f;
 
-  const auto all = read_runs(log);
-  for (const auto& id : held) {
-    SCOPED_TRACE(id);
-    std::optional<run_line> away_end, home_start;
-    for (const auto& r : all) {
-      if (r.id != id) continue;
-      if (r.kind == "E" && r.who == "away" && !away_end) away_end = r;
-      if (r.kind == "S" && r.who == "home" && !home_start) home_start = r;
-    }
-    ASSERT_TRUE(away_end) << "the namespace's sink call of " << id << " never ended";
-    EXPECT_EQ(away_end->how, "term") << "the partitioned relay let its sink call run to the end";
-    EXPECT_GT(away_end->ns, ns_of(cut_at));
-    EXPECT_LT(away_end->ns, ns_of(healed_at)) << "the partitioned relay noticed only after the cut healed";
-    ASSERT_TRUE(home_start) << "the host's relay never published " << id;
-    EXPECT_LT(away_end->ns, home_start->ns)
-        << "the cut-off relay's sink call still ran when the row was published again";
-    std::cout << id << ": the cut-off relay stopped its sink call "
-              << (away_end->ns - ns_of(cut_at)) / 1'000'000
-              << " ms after the cut; the host's relay published it again after "
-              << (home_start->ns - ns_of(cut_at)) / 1'000'000 << " ms\n";
-  }
-  for (const auto& r : all) {
-    EXPECT_FALSE(r.kind == "E" && r.who == "away" && r.how == "done" && r.ns > ns_of(cut_at) &&
-                 r.ns < ns_of(healed_at))
-        << "a sink call of the partitioned relay ran to its end during the cut: " << r.id;
-  }
+  expect_stopped_before_rerun(read_runs(log), held, cut_at, healed_at, "sink call");
 }
 
 }  // namespace
