@@ -25,8 +25,9 @@ namespace {
 struct work_args {
   std::string queue, schema, exec, visibility;
   std::size_t concurrency = 4;
-  std::size_t batch = 1;     // --batch: messages per claim and per CMD run
-  std::string metrics_addr;  // --metrics-addr
+  std::size_t batch = 1;            // --batch: messages per claim and per CMD run
+  bool strict_group_order = false;  // --strict-group-order (message-queue.md §7.1)
+  std::string metrics_addr;         // --metrics-addr
 };
 
 // A scrape's database reads give up after this, so a slow database cannot pile up scrapes.
@@ -36,8 +37,11 @@ void run_work(cli_context& ctx, const work_args& a) {
   const auto visibility =
       a.visibility.empty() ? std::chrono::seconds(30) : parse_seconds(a.visibility, "--visibility");
   const spool::database db = open_database(ctx);
-  spool::mq::queue q(
-      db, {.name = a.queue, .visibility_timeout = visibility, .schema = a.schema, .notify = ctx.notify});
+  spool::mq::queue q(db, {.name = a.queue,
+                          .visibility_timeout = visibility,
+                          .schema = a.schema,
+                          .strict_group_order = a.strict_group_order,
+                          .notify = ctx.notify});
   (void)q.metrics();  // fail fast (missing tables, unreachable) before starting workers
   const spool::mq::consumer_options options{.concurrency = a.concurrency, .batch = a.batch};
   const auto one = [&a](const spool::mq::delivered_message& d) {
@@ -134,6 +138,9 @@ void add_mq_work_command(CLI::App& mq, cli_context& ctx) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();
   work->add_option("--visibility", a->visibility, "Claim window [default: 30s] (a bare integer is seconds)");
+  work->add_flag("--strict-group-order", a->strict_group_order,
+                 "Hand out a group's next message only once the one before is acked or its claim lapsed "
+                 "(SQS FIFO): a group's messages run one at a time, in order, across every worker using it");
   add_metrics_option(*work, a->metrics_addr);
   add_notify_option(*work, ctx);
   add_connection_options(*work, ctx);

@@ -82,12 +82,13 @@ std::shared_ptr<spool::outbox::sink> make_sink(const std::string& spec, spool::d
                                                const relay_args& a, bool notify) {
   using namespace spool::outbox;
   const auto& w = a.webhook;
-  if (!spec.starts_with("http:") &&
-      (!w.secret_file.empty() || !w.ca_file.empty() || !w.timeout.empty() || !w.headers.empty())) {
-    usage(
-        fmt::format("--secret-file, --ca-file, --http-timeout and --header apply to --sink http:URL only, "
-                    "not to --sink {}",
-                    spec));
+  if (!spec.starts_with("http:") && (!w.secret_file.empty() || !w.standard_secrets_file.empty() ||
+                                     !w.ca_file.empty() || !w.timeout.empty() || !w.headers.empty())) {
+    usage(fmt::format(
+        "--secret-file, --standard-webhooks-secrets, --ca-file, --http-timeout and --header apply to "
+        "--sink http:URL only, "
+        "not to --sink {}",
+        spec));
   }
   if (spec == "stdout") return make_stdout_sink();
   const auto colon = spec.find(':');
@@ -287,6 +288,10 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
   cmd->add_option("--secret-file", a->webhook.secret_file,
                   "http: the signing secret, read from PATH (one trailing newline dropped) "
                   "[default: $SPOOL_WEBHOOK_SECRET]");
+  cmd->add_option("--standard-webhooks-secrets", a->webhook.standard_secrets_file,
+                  "http: also sign the Standard Webhooks way (webhook-id, webhook-timestamp, "
+                  "webhook-signature) with each secret of PATH, one per line (whsec_<base64> or any text); "
+                  "several lines sign with each, for rotation");
   cmd->add_option("--ca-file", a->webhook.ca_file, "http: a PEM CA trusted besides the system's");
   cmd->add_option("--http-timeout", a->webhook.timeout,
                   "http: read/write timeout of a request (connect: at most 10s) [default: 30s]");

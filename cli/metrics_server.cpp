@@ -24,7 +24,13 @@ host_port parse_host_port(std::string_view text, std::string_view flag) {
   };
   host_port out;
   std::string_view port_text;
-  if (text.starts_with('[')) {
+  // A port alone (":9464" or "9464") binds loopback: an endpoint reaches
+  // other machines only when its address says so (SECURITY.md).
+  if (const auto digits = text.starts_with(':') ? text.substr(1) : text;
+      !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+    out.host = "127.0.0.1";
+    port_text = digits;
+  } else if (text.starts_with('[')) {
     const auto close = text.find(']');
     if (close == std::string_view::npos || text.substr(close + 1, 1) != ":")
       throw bad("malformed [IPv6]:PORT");
@@ -144,8 +150,9 @@ void write_backlog(spool::prometheus::text_writer& w, const spool::prometheus::l
 void add_metrics_option(CLI::App& cmd, std::string& addr) {
   cmd.add_option(
       "--metrics-addr", addr,
-      "Serve GET /metrics (Prometheus text format) and GET /healthz on HOST:PORT while running; "
-      "port 0 picks a free port (the address is printed on stderr as \"metrics: listening on URL\")");
+      "Serve GET /metrics (Prometheus text format) and GET /healthz on HOST:PORT while running; a PORT "
+      "alone binds 127.0.0.1 (other machines reach it only through an address given here); port 0 picks a "
+      "free port (the address is printed on stderr as \"metrics: listening on URL\")");
 }
 
 }  // namespace spool::cli

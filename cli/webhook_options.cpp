@@ -24,9 +24,9 @@ std::string trim(std::string s) {
   return s;
 }
 
-std::string read_secret_file(const std::string& path) {
+std::string read_secret_file(const std::string& path, std::string_view flag = "--secret-file") {
   std::ifstream in(path, std::ios::binary);
-  if (!in) usage(fmt::format("--secret-file {}: cannot read it: {}", path, std::strerror(errno)));
+  if (!in) usage(fmt::format("{} {}: cannot read it: {}", flag, path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   std::string secret = text.str();
@@ -36,7 +36,7 @@ std::string read_secret_file(const std::string& path) {
   } else if (secret.ends_with('\n')) {
     secret.pop_back();
   }
-  if (secret.empty()) usage(fmt::format("--secret-file {}: the file is empty", path));
+  if (secret.empty()) usage(fmt::format("{} {}: the file is empty", flag, path));
   return secret;
 }
 
@@ -51,6 +51,16 @@ spool::outbox::http_sink_options webhook_options(const std::string& url, const w
     o.secret = env;
   } else {
     usage("--sink http: the webhook needs a secret: --secret-file PATH or SPOOL_WEBHOOK_SECRET");
+  }
+  if (!f.standard_secrets_file.empty()) {
+    std::istringstream lines(read_secret_file(f.standard_secrets_file, "--standard-webhooks-secrets"));
+    for (std::string line; std::getline(lines, line);) {
+      if (line = trim(line); !line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) o.standard_webhook_secrets.push_back(line);
+    }
+    if (o.standard_webhook_secrets.empty()) {
+      usage(fmt::format("--standard-webhooks-secrets {}: no secret in the file", f.standard_secrets_file));
+    }
   }
   o.ca_file = f.ca_file;
   if (!f.timeout.empty()) {

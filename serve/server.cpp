@@ -8,10 +8,10 @@
 
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <cctype>
 #include <random>
 
 #include "serve/sigv4.hpp"
@@ -189,7 +189,10 @@ struct server::impl {
     try {
       out = opts.console(r);
     } catch (const std::exception&) {
-      out = {500, "application/json", "{\"error\":\"internal\",\"message\":\"the server failed this request\"}", {}};
+      out = {500,
+             "application/json",
+             "{\"error\":\"internal\",\"message\":\"the server failed this request\"}",
+             {}};
     }
     res.status = out.status;
     for (const auto& [k, v] : out.headers) res.set_header(k, v);
@@ -246,7 +249,7 @@ server::server(server_options options, action_handler handler) : impl_(std::make
   const int threads = impl_->opts.threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   http.set_payload_max_length(impl_->opts.max_body_bytes);
-  http.set_read_timeout(30, 0);
+  http.set_read_timeout(static_cast<time_t>(impl_->opts.read_timeout.count()), 0);
   http.set_keep_alive_timeout(5);
   // Answers are small writes: without TCP_NODELAY, Nagle's algorithm waits for
   // the client's delayed ACK and every call takes 40 ms more.
@@ -258,6 +261,19 @@ server::server(server_options options, action_handler handler) : impl_(std::make
   const auto sqs = [this](const httplib::Request& req, httplib::Response& res) {
     impl_->serve_sqs(req, res);
   };
+  // httplib reads an unparsable Content-Length as none: refuse it, and two
+  // that differ (a request-smuggling shape), before any handler runs.
+  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    const auto n = req.get_header_value_count("Content-Length");
+    const auto first = req.get_header_value("Content-Length");
+    bool bad = n > 0 && (first.empty() || first.size() > 19 ||
+                         first.find_first_not_of("0123456789") != std::string::npos);
+    for (std::size_t i = 1; i < n && !bad; ++i) bad = req.get_header_value("Content-Length", i) != first;
+    if (!bad) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 400;
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   http.Post("/", sqs);
   http.Post(R"(/[0-9]{12}/[A-Za-z0-9_.-]{1,80})", sqs);
   if (impl_->opts.console) {

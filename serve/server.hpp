@@ -5,6 +5,7 @@
 // console, when given, is served under /console/ (its own login, not SigV4).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,7 +33,14 @@ struct server_options {
   // Without credentials every request is served as account 000000000000.
   std::optional<credential_store> credentials;
   std::size_t max_body_bytes = 2u << 20;
-  int threads = 16;
+  // A connection holds a thread while it sends its request and while its
+  // long poll waits (up to 20 s), so this bounds the long polls served at
+  // once; idle threads cost little.
+  int threads = 64;
+  // A connection that sends nothing for this long while its request is due
+  // (its headers, its body) is closed, so that clients which stall cannot
+  // hold the threads for long (SECURITY.md, hostile HTTP).
+  std::chrono::seconds read_timeout{5};
   // HTTPS when set, both or neither: PEM files of the certificate chain
   // (the server's first) and of its unencrypted private key.
   std::string tls_cert;

@@ -159,8 +159,8 @@ std::optional<authorization> parse_authorization(std::string_view v, std::string
   return a;
 }
 
-// "YYYYMMDDTHHMMSSZ" as a time point.
-std::optional<std::chrono::system_clock::time_point> parse_amz_date(std::string_view s) {
+// "YYYYMMDDTHHMMSSZ" as a time point, in seconds: years 0000..9999 overflow the clock's nanoseconds.
+std::optional<std::chrono::sys_seconds> parse_amz_date(std::string_view s) {
   if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
   for (std::size_t i = 0; i < 15; ++i) {
     if (i != 8 && !std::isdigit(static_cast<unsigned char>(s[i]))) return std::nullopt;
@@ -278,7 +278,9 @@ auth_outcome verify_sigv4(const signed_request& r, const credential_store& creds
     return refuse("IncompleteSignature",
                   "X-Amz-Date must be YYYYMMDDTHHMMSSZ and match the credential's date");
   }
-  if (*when > now + max_clock_skew || *when < now - max_clock_skew) {
+  // Compared in whole seconds (floor above, ceil below: the same bounds as to the nanosecond).
+  if (*when > std::chrono::floor<std::chrono::seconds>(now) + max_clock_skew ||
+      *when < std::chrono::ceil<std::chrono::seconds>(now) - max_clock_skew) {
     return refuse(
         "RequestExpired",
         fmt::format("Request has expired: it is dated {}, more than {} minutes from the server's clock",

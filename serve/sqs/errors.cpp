@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "common/text/utf8.hpp"
+
 namespace spool::serve::sqs {
 
 namespace {
@@ -47,6 +49,15 @@ error_kind kind_of(std::string_view code) noexcept {
     if (k.code == code) return k;
   }
   return {code, code, 500, false};
+}
+
+std::string printable(std::string_view message) {
+  std::string out = spool::detail::utf8_repair(message, /*drop_nul=*/true);
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t' && c != '\n') || u == 0x7f) c = '?';
+  }
+  return out;
 }
 
 }  // namespace spool::serve::sqs

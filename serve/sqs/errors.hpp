@@ -23,9 +23,14 @@ struct error_kind {
 
 // An SQS error raised while serving one request (or one batch entry).
 // Thread safety: a plain value.
+// message as an answer may carry it: valid UTF-8 without control characters
+// (XML 1.0 allows none, even escaped), since messages may quote request bytes.
+[[nodiscard]] std::string printable(std::string_view message);
+
 class error : public std::runtime_error {
  public:
-  error(std::string code, const std::string& message) : std::runtime_error(message), code_(std::move(code)) {}
+  error(std::string code, const std::string& message)
+      : std::runtime_error(printable(message)), code_(std::move(code)) {}
   [[nodiscard]] const std::string& code() const noexcept { return code_; }
   [[nodiscard]] error_kind kind() const noexcept { return kind_of(code_); }
 

@@ -47,7 +47,8 @@ struct reply {
 
 // The query protocol's form, decoded into the JSON protocol's shape
 // (lists from Name.N, maps from Name.N.Key/Value, numbers as numbers).
-// Throws sqs::error(InvalidParameterValue) for a broken member index. Pure.
+// Throws sqs::error(InvalidParameterValue) for a broken member index or a
+// name of more than 16 dot-separated parts (SQS's deepest has 7). Pure.
 [[nodiscard]] nlohmann::json form_to_params(std::string_view action,
                                             const std::vector<std::pair<std::string, std::string>>& form);
 // The query protocol's XML of one action's result. Pure.

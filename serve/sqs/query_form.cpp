@@ -42,6 +42,11 @@ constexpr std::string_view integer_members[] = {"DelaySeconds",      "MaxNumberO
                                                 "VisibilityTimeout", "WaitTimeSeconds",
                                                 "MaxResults",        "MaxNumberOfMessagesPerSecond"};
 
+// The deepest name SQS has is 7 parts (SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.
+// StringListValue.1). Each level of nesting copies the rest of every name's path, so a deeper name
+// is refused before it costs memory quadratic in its depth (a 124 KB form took 2 GB).
+constexpr std::size_t max_name_parts = 16;
+
 std::vector<std::string> split_path(const std::string& key) {
   std::vector<std::string> out;
   std::size_t from = 0;
@@ -171,6 +176,10 @@ nlohmann::json form_to_params(std::string_view action,
   items.reserve(form.size());
   for (const auto& [k, v] : form) {
     if (k.empty()) throw error("InvalidParameterValue", "the form has an empty parameter name");
+    if (static_cast<std::size_t>(std::count(k.begin(), k.end(), '.')) >= max_name_parts) {
+      throw error("InvalidParameterValue",
+                  fmt::format("a parameter name has more than {} dot-separated parts", max_name_parts));
+    }
     items.emplace_back(split_path(k), v);
   }
   auto params = decode_members(items, "");

@@ -16,6 +16,14 @@ ALTER ROLE spool_owner SET search_path = spool;
 ALTER ROLE spool_producer SET search_path = spool;
 ALTER ROLE spool_consumer SET search_path = spool;
 ALTER ROLE spool_relay SET search_path = spool;
+-- PostgreSQL 13 and 14 let every role create objects in schema public, and
+-- every version lets every role create temporary tables: neither is work
+-- any Spool role does. Revoke both from PUBLIC (harmless where already so);
+-- grant TEMPORARY back to your application's roles that need it.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+DO $revoke$ BEGIN
+  EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
+END $revoke$;
 
 -- ==== part 2: grants (as spool_owner, after `spool migrate`) ====
 GRANT USAGE ON SCHEMA spool TO spool_producer, spool_consumer, spool_relay;
@@ -40,3 +48,6 @@ GRANT SELECT, UPDATE ON spool.ops_queue TO spool_consumer;
 -- operator role).
 GRANT SELECT, INSERT ON spool.outbox_messages TO spool_producer;
 GRANT SELECT, UPDATE ON spool.outbox_messages TO spool_relay;
+-- The relay's mq sink (`spool relay --sink mq:QUEUE`) publishes into the
+-- queue table inside its delivery transaction (reading back already_present).
+GRANT SELECT, INSERT ON spool.queue_messages TO spool_relay;

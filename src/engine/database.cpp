@@ -18,7 +18,9 @@ database_impl::database_impl(engine kind, std::string target, std::string displa
   if (kind_ == engine::postgres) {
     pg_pool_ = std::make_unique<pool<pg::detail::connection>>(
         options_.pool_size, [this](const call_options& limits) { return pg_connect(limits); },
-        [](pg::detail::connection& c) { return c.healthy() && !c.in_transaction(); });
+        [](pg::detail::connection& c) {
+          return c.healthy() && !c.in_transaction() && !c.cancel_outstanding();
+        });
   } else {
     sqlite_pool_ = std::make_unique<pool<sqlite::detail::connection>>(
         options_.pool_size,

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "spool/database.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/queue.hpp"
 
@@ -27,7 +28,8 @@ const json* pick(const json& j, const char* key, const char* alias) {
 std::string string_field(const json& j, const char* key, const char* alias) {
   const json* v = pick(j, key, alias);
   if (v == nullptr) return {};
-  if (!v->is_string()) throw error(errc::invalid_argument, fmt::format("queue config: {} must be a string", key));
+  if (!v->is_string())
+    throw error(errc::invalid_argument, fmt::format("queue config: {} must be a string", key));
   return v->get<std::string>();
 }
 
@@ -78,7 +80,9 @@ std::string queue_config::to_json() const {
 }
 
 std::string queue_config::effective_name() const {
-  return queue_name.empty() ? queue_uri : queue_name;
+  // The name is stored in every row (queue_name) and shown by every tool: a
+  // password in the URI must not end up there (SECURITY.md).
+  return queue_name.empty() ? redact_password(queue_uri) : queue_name;
 }
 
 std::chrono::seconds queue_config::effective_visibility() const {

@@ -37,6 +37,10 @@ claimed_message to_claim(full_row&& r) {
   return out;
 }
 
+// A row a claim returned as 'dead': its SQL found the row undecodable and
+// dead-lettered it (column 9 is state, as in decode_row).
+bool dead_lettered_by_claim(const row& r) { return r.size() > 9 && r[9] && *r[9] == "dead"; }
+
 class postgres_backend final : public store_backend {
  public:
   postgres_backend(database db, names n) : db_(std::move(db)), n_(std::move(n)) {
@@ -107,15 +111,18 @@ class postgres_backend final : public store_backend {
     std::vector<claimed_message> out;
     std::vector<std::string> undecodable;
     for (const auto& r : rows) {
+      if (dead_lettered_by_claim(r)) continue;
       try {
         out.push_back(to_claim(decode_row(r)));
       } catch (const error&) {
         undecodable.push_back(r.at(2).value_or(""));
       }
     }
-    // A row that cannot be decoded (only after manual edits) is leased to
-    // this claim now and dead-lettered right after it; should that fail, its
-    // lease expires and a later claim tries again.
+    // The claim itself dead-letters every row its SQL finds undecodable
+    // (fragments/decodable.sql), in its own transaction. Should the decoder
+    // still refuse a row the SQL passed (the two drifted apart), that row is
+    // dead-lettered right after; should that fail, its lease expires and a
+    // later claim tries again.
     if (!undecodable.empty()) {
       txn tx(impl(), c);
       for (const auto& id : undecodable) tx.query(sql_.at("claim_undecodable"), {id});
@@ -190,7 +197,8 @@ class postgres_backend final : public store_backend {
                           static_cast<std::uint32_t>(std::stoul(*rows[0][2]))};
   }
 
-  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs, const batch_fn* fn,
+  std::vector<std::optional<transition_row>> deliver_many(const std::vector<lease_ref>& refs,
+                                                          const batch_fn* fn,
                                                           const call_options& c) override {
     std::vector<std::string> ids, tokens;
     for (const auto& r : refs) {
@@ -206,7 +214,8 @@ class postgres_backend final : public store_backend {
       // Locks in id order first (no deadlock with other batches), then T5:
       // one round trip.
       const auto results = one_trip_tx(
-          impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, tokens_array}}}, true, c);
+          impl(), {{sql_.at("lock_many"), {id_array}}, {sql_.at("deliver_many"), {id_array, tokens_array}}},
+          true, c);
       rows = pg::detail::rows_of(results.at(1).get());
     } else {
       tx.emplace(db_);
@@ -255,6 +264,7 @@ class postgres_backend final : public store_backend {
       const auto next = tx.query(sql_.at(by_key ? "claim_next_by_key" : "claim_next_by_topic"),
                                  {owner, std::int64_t{1}, lease_us, by_key ? key : topic});
       for (const auto& r : next) {
+        if (dead_lettered_by_claim(r)) continue;
         try {
           out.next = to_claim(decode_row(r));
         } catch (const error&) {
@@ -285,11 +295,10 @@ class postgres_backend final : public store_backend {
   std::vector<message_summary> inspect(const inspect_query& q,
                                        const std::optional<std::pair<std::int64_t, std::string>>& before,
                                        const call_options& c) override {
-    std::vector<param> params{q.state ? param(std::string(to_string(*q.state))) : param(nullptr),
-                              q.topic ? param(*q.topic) : param(nullptr),
-                              before ? param(before->first) : param(nullptr),
-                              before ? param(before->second) : param(std::string()),
-                              static_cast<std::int64_t>(q.limit)};
+    std::vector<param> params{
+        q.state ? param(std::string(to_string(*q.state))) : param(nullptr),
+        q.topic ? param(*q.topic) : param(nullptr), before ? param(before->first) : param(nullptr),
+        before ? param(before->second) : param(std::string()), static_cast<std::int64_t>(q.limit)};
     for (auto& p : inspect_filters(q)) params.push_back(std::move(p));
     txn tx(impl(), c);
     return summaries_of(tx.query(sql_.at("inspect"), params, intent::read));  // read only: rolled back
@@ -317,7 +326,8 @@ class postgres_backend final : public store_backend {
     h.next_xid = std::stoull(r.at(1).value_or("0"));
     h.held = std::stoll(r.at(2).value_or("0"));
     if (r.at(3)) h.oldest_transaction_pid = std::stoi(*r[3]);
-    if (r.at(4)) h.oldest_transaction_age = std::chrono::microseconds(std::max<std::int64_t>(0, std::stoll(*r[4])));
+    if (r.at(4))
+      h.oldest_transaction_age = std::chrono::microseconds(std::max<std::int64_t>(0, std::stoll(*r[4])));
     return h;
   }
 

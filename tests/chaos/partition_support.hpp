@@ -60,13 +60,14 @@ inline std::string env_or_throw(const char* name) {
 }
 
 // A network namespace joined to the host by a veth pair: host side
-// 10.201.N.1, namespace side 10.201.N.2. Removed by the destructor.
+// 10.201.N.1, namespace side 10.201.N.2, N derived from the process id and
+// index (0..2: a test may build three at once). Removed by the destructor.
 class host_namespace {
  public:
-  host_namespace() {
-    const int n = static_cast<int>(::getpid() % 250) + 1;
-    name_ = fmt::format("spool-part-{}", ::getpid());
-    host_if_ = fmt::format("sph{}", ::getpid() % 100000);
+  explicit host_namespace(int index = 0) {
+    const int n = static_cast<int>(::getpid() % 80) * 3 + index + 1;
+    name_ = fmt::format("spool-part-{}-{}", ::getpid(), index);
+    host_if_ = fmt::format("sph{}x{}", ::getpid() % 100000, index);
     host_ip_ = fmt::format("10.201.{}.1", n);
     ns_ip_ = fmt::format("10.201.{}.2", n);
     try {

@@ -3,13 +3,16 @@
 // /metrics (Prometheus text) whose counters follow the work done and whose
 // backlog gauges follow the database, and GET /healthz; SIGTERM stops them
 // with exit 0. Their progress line appears only on a terminal.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -273,6 +276,25 @@ TEST_P(metrics_endpoint, a_malformed_or_occupied_address_fails_with_one_line_and
   spool::test::expect_failure(spool::test::run_cli(with(work, {"--metrics-addr", "127.0.0.1:" + port})), 1,
                               "spool: unavailable: --metrics-addr");
   EXPECT_EQ(first.stop(SIGINT), 0) << first.err();
+}
+
+// SECURITY.md, Endpoints: a port alone binds loopback, never every interface.
+TEST_P(metrics_endpoint, a_port_alone_binds_loopback_and_serves_there) {
+  const std::vector<std::string> work{"ops", "work", "--type", "x", "--exec", "true", "--db", uri_};
+  for (const std::string addr : {"0", ":0"}) {
+    SCOPED_TRACE(addr);
+    cli_process p(with(work, {"--metrics-addr", addr}), dir_.path(), "port-only");
+    const auto base = start(p);
+    ASSERT_EQ(base.rfind("http://127.0.0.1:", 0), 0u) << base << "\n" << p.err();
+    EXPECT_EQ(get(base, "/metrics").status, 200);
+    // Bound to 127.0.0.1 only: the listening socket is not the wildcard one.
+    const auto port = std::stoi(base.substr(base.rfind(':') + 1));
+    std::ifstream tcp("/proc/net/tcp");
+    std::string all((std::istreambuf_iterator<char>(tcp)), std::istreambuf_iterator<char>());
+    EXPECT_NE(all.find(fmt::format("0100007F:{:04X} 00000000:0000 0A", port)), std::string::npos) << all;
+    EXPECT_EQ(all.find(fmt::format("00000000:{:04X} 00000000:0000 0A", port)), std::string::npos) << all;
+    EXPECT_EQ(p.stop(SIGTERM), 0) << p.err();
+  }
 }
 
 TEST_P(metrics_endpoint, log_level_info_adds_start_and_stop_lines_and_the_default_level_stays_quiet) {

@@ -49,7 +49,8 @@ TEST_P(mq_work, each_message_is_fed_to_the_command_and_acked_then_sigterm_stops_
   EXPECT_EQ(rows(), 0);
   EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
   const auto handled = read_file(log);
-  EXPECT_NE(handled.find(R"({"id":"a","mediationType":"HTTP","mediationTarget":""})"), std::string::npos) << handled;
+  EXPECT_NE(handled.find(R"({"id":"a","mediationType":"HTTP","mediationTarget":""})"), std::string::npos)
+      << handled;
   EXPECT_NE(handled.find("a none 1"), std::string::npos) << handled;
   EXPECT_NE(handled.find("b g 1"), std::string::npos) << handled;
   const auto summary = nlohmann::json::parse(worker.out());
@@ -72,6 +73,46 @@ TEST_P(mq_work, a_failing_command_nacks_its_message_with_a_delay) {
   EXPECT_EQ(rows("id = 'bad'"), 1);
   EXPECT_NE(worker.out().find("nacked"), std::string::npos);
   EXPECT_NE(worker.err().find("no such customer"), std::string::npos);
+}
+
+// message-queue.md §7.1 through the CLI: with --strict-group-order a
+// group's second message runs only after the first one's command ended and
+// was acked, though two workers are free; without it both run at once (the
+// second worker's next poll, within its 1 s interval, finds m2 eligible
+// while m1's 3 s command runs).
+TEST_P(mq_work, strict_group_order_runs_a_groups_messages_one_at_a_time_in_order) {
+  for (const bool strict : {true, false}) {
+    SCOPED_TRACE(strict ? "strict" : "legacy");
+    const std::string queue = strict ? "strict" : "legacy";
+    spool::mq::queue q(*db_, {.name = queue});
+    (void)q.publish_batch({spool::mq::message{.id = "m1", .message_group_id = "g"},
+                           spool::mq::message{.id = "m2", .message_group_id = "g"}});
+    const auto log = dir_.path() / (queue + ".log");
+    std::vector<std::string> args = {"mq",
+                                     "work",
+                                     "--queue",
+                                     queue,
+                                     "--concurrency",
+                                     "2",
+                                     "--db",
+                                     uri_,
+                                     "--exec",
+                                     "cat > /dev/null; echo \"S $SPOOL_MQ_ID\" >> " + log.string() +
+                                         "; sleep " + (strict ? "1" : "3") + "; echo \"E $SPOOL_MQ_ID\" >> " +
+                                         log.string()};
+    if (strict) args.push_back("--strict-group-order");
+    cli_process worker(args, dir_.path(), queue);
+    for (int i = 0; i < 400 && rows("queue_name = '" + queue + "'") > 0; ++i)
+      std::this_thread::sleep_for(25ms);
+    EXPECT_EQ(rows("queue_name = '" + queue + "'"), 0);
+    EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
+    const auto handled = read_file(log);
+    if (strict) {
+      EXPECT_EQ(handled, "S m1\nE m1\nS m2\nE m2\n");
+    } else {
+      EXPECT_EQ(handled.substr(0, 10), "S m1\nS m2\n") << handled;  // both in flight at once
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, mq_work, ::testing::Values(true, false),

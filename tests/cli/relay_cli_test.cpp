@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "spool/outbox/webhook.hpp"
 #include "support/eventually.hpp"
 #include "support/test_db.hpp"
 #include "support/webhook_receiver.hpp"
@@ -196,8 +197,46 @@ TEST_P(relay_cli, the_http_sink_dead_letters_a_4xx_and_needs_a_secret_from_a_fil
   expect_failure(
       run({"relay", "--sink", "http:" + receiver.url(), "--secret-file", (dir_.path() / "missing").string()}),
       1, "spool: invalid_argument/invalid_config: --secret-file ");
-  expect_failure(run({"relay", "--sink", "stdout", "--secret-file", secret_file.string()}), 1,
-                 "spool: invalid_argument/invalid_config: --secret-file, --ca-file");
+  expect_failure(
+      run({"relay", "--sink", "stdout", "--secret-file", secret_file.string()}), 1,
+      "spool: invalid_argument/invalid_config: --secret-file, --standard-webhooks-secrets, --ca-file");
+}
+
+// --standard-webhooks-secrets: every line of the file signs (a rotation),
+// the receiver verifies with either secret, and no secret is printed.
+TEST_P(relay_cli, the_http_sink_signs_the_standard_webhooks_way_with_each_secret_of_the_file) {
+  const std::string current = "whsec_c3Bvb2wgY3VycmVudCBrZXk=", next = "a plain next key";
+  const auto secret_file = dir_.path() / "secret", standard = dir_.path() / "standard";
+  std::ofstream(secret_file) << "k";
+  std::ofstream(standard) << current << "\n\n" << next << "\r\n";
+  spool::test::webhook_receiver receiver;
+  const auto id = write("{\"n\":1}");
+  auto p = relay({"--sink", "http:" + receiver.url(), "--secret-file", secret_file.string(),
+                  "--standard-webhooks-secrets", standard.string()});
+  ASSERT_TRUE(eventually([&] {
+    const auto b = backlog();
+    return !receiver.requests().empty() && b["pending"] == 0 && b["leased"] == 0;
+  })) << p.err();
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.err();
+  const auto got = receiver.requests();
+  ASSERT_EQ(got.size(), 1u);
+  const std::string wid = got[0].header("webhook-id"), ts = got[0].header("webhook-timestamp"),
+                    sig = got[0].header("webhook-signature");
+  EXPECT_EQ(wid, id);
+  for (const auto& key : {current, next}) {
+    EXPECT_EQ(spool::outbox::verify_standard_webhook({wid, ts, sig, got[0].body}, {key}),
+              spool::outbox::webhook_verdict::valid)
+        << key;
+  }
+  for (const auto& key : {current, next}) EXPECT_EQ(p.err().find(key), std::string::npos);
+  std::ofstream(standard, std::ios::trunc) << "\n";
+  expect_failure(run({"relay", "--sink", "http:" + receiver.url(), "--secret-file", secret_file.string(),
+                      "--standard-webhooks-secrets", standard.string()}),
+                 1, "spool: invalid_argument/invalid_config: --standard-webhooks-secrets ");
+  std::ofstream(standard, std::ios::trunc) << "whsec_***\n";
+  expect_failure(run({"relay", "--sink", "http:" + receiver.url(), "--secret-file", secret_file.string(),
+                      "--standard-webhooks-secrets", standard.string()}),
+                 1, "spool: invalid_argument/invalid_config: standard webhooks: secret 1 starts with whsec_");
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, relay_cli, ::testing::Values(engine_kind::sqlite, engine_kind::postgres),

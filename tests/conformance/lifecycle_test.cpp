@@ -169,8 +169,9 @@ TEST_P(mq_unmigrated, a_consumer_on_an_empty_database_raises_invalid_state_and_c
     EXPECT_NE(std::string(e.what()).find("spool migrate"), std::string::npos);
   }
   EXPECT_SPOOL_ERROR(q->publish(msg("m")), errc::invalid_state);
-  const auto tables = is_pg() ? rows("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'")
-                              : rows("SELECT count(*) FROM sqlite_master WHERE type = 'table'");
+  const auto tables =
+      is_pg() ? rows("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'")
+              : rows("SELECT count(*) FROM sqlite_master WHERE type = 'table'");
   EXPECT_EQ(*tables.at(0).at(0), "0");
 }
 
@@ -186,9 +187,25 @@ TEST_P(mq_unmigrated, migrate_is_idempotent_and_records_each_version_once) {
 SPOOL_BOTH_ENGINES(mq_lifecycle);
 SPOOL_BOTH_ENGINES(mq_unmigrated);
 
+// SECURITY.md: a queue named after its URI never stores or shows the URI's password.
+TEST(mq_config, a_queue_name_taken_from_the_uri_never_holds_its_password) {
+  for (const char* uri : {"postgresql://app:s3cret@db.internal/q", "postgres://app@db/q?password=s3cret&x=1",
+                          "postgresql://app:s3cr%65t@db,db2/q"}) {
+    SCOPED_TRACE(uri);
+    const auto c = mq::queue_config::from_json(nlohmann::json{{"queueUri", uri}}.dump());
+    EXPECT_EQ(c.effective_name().find("s3cr"), std::string::npos) << c.effective_name();
+    EXPECT_NE(c.effective_name().find("***"), std::string::npos) << c.effective_name();
+    EXPECT_NE(c.effective_name().find("db"), std::string::npos) << "the name still tells the queue apart";
+  }
+  EXPECT_EQ(mq::queue_config::from_json(R"({"queueUri":"postgresql://app:s3cret@db/q","queueName":"orders"})")
+                .effective_name(),
+            "orders");
+}
+
 // Engine-neutral configuration rules need no database.
 TEST(mq_config, the_wire_form_is_camel_case_with_aliases_and_both_visibility_defaults) {
-  auto c = mq::queue_config::from_json(R"({"queueName":"orders","queueUri":"sqlite:q.db","connections":4,"visibilityTimeout":45})");
+  auto c = mq::queue_config::from_json(
+      R"({"queueName":"orders","queueUri":"sqlite:q.db","connections":4,"visibilityTimeout":45})");
   EXPECT_EQ(c.queue_name, "orders");
   EXPECT_EQ(c.connections, 4u);
   EXPECT_EQ(c.effective_visibility(), 45s);
@@ -206,10 +223,13 @@ TEST(mq_config, the_wire_form_is_camel_case_with_aliases_and_both_visibility_def
   EXPECT_EQ(mq::queue_config{}.effective_visibility(), 30s);
   const auto j = nlohmann::json::parse(mq::queue_config{.queue_name = "n", .queue_uri = "u"}.to_json());
   EXPECT_EQ(j.size(), 4u);
-  for (const char* key : {"queueName", "queueUri", "connections", "visibilityTimeout"}) EXPECT_TRUE(j.contains(key));
+  for (const char* key : {"queueName", "queueUri", "connections", "visibilityTimeout"})
+    EXPECT_TRUE(j.contains(key));
   EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"connections":"many"})"), errc::invalid_argument);
-  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":-1})"), errc::invalid_argument);
-  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":4294967296})"), errc::invalid_argument);
+  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":-1})"),
+                     errc::invalid_argument);
+  EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"visibilityTimeout":4294967296})"),
+                     errc::invalid_argument);
   // A number beyond a double is invalid JSON here, not an escaping library exception (fuzz/http_inputs).
   EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json(R"({"connections":52e3002})"), errc::invalid_argument);
   EXPECT_SPOOL_ERROR((void)mq::queue_config::from_json("52e3002"), errc::invalid_argument);
@@ -225,7 +245,8 @@ TEST(mq_uris, the_three_uri_forms_pick_their_engine_and_everything_else_is_inval
   EXPECT_EQ(database::open("postgres://u@h/db").kind(), engine::postgres);
   EXPECT_EQ(database::open("postgresql://u@h/db").kind(), engine::postgres);
   EXPECT_EQ(database::open("sqlite:q.db").kind(), engine::sqlite);
-  for (const char* bad : {"mysql://h/db", "sqlite://x", "sqlite::memory:", "", "q.db", "host=h dbname=d", "sqlite:"}) {
+  for (const char* bad :
+       {"mysql://h/db", "sqlite://x", "sqlite::memory:", "", "q.db", "host=h dbname=d", "sqlite:"}) {
     EXPECT_SPOOL_ERROR((void)database::open(bad), errc::invalid_argument);
   }
   try {
@@ -241,9 +262,9 @@ TEST(mq_uris, passwords_reach_neither_errors_nor_logs_nor_queue_identifiers_show
   auto db = database::open(uri);
   EXPECT_EQ(db.display_name().find("hunter2"), std::string::npos);
   mq::queue q(mq::queue_config{.queue_uri = uri});
-  // The identifier is the queue name, here the URI (legacy rows are keyed by
-  // it); where the queue is shown, in errors and logs, the password is ***.
-  EXPECT_EQ(q.identifier(), uri);
+  // The identifier is the queue name, here the URI with its password as ***
+  // (it is stored in every row: SECURITY.md), as everywhere it is shown.
+  EXPECT_EQ(q.identifier(), redact_password(uri));
   try {
     (void)q.poll(1);
     ADD_FAILURE() << "expected a connection failure";
@@ -286,7 +307,7 @@ TEST(mq_uris_postgres, a_password_in_a_live_uri_reaches_no_log_line) {
   db.exec(
       "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
       "created_at, receive_count) VALUES ('bad', $1, NULL, NULL, 0, '{broken', 0, 0)",
-      {uri});
+      {redact_password(uri)});  // the queue's name: its URI with the password as ***
   const log_capture logs;
   mq::queue q(mq::queue_config{.queue_uri = uri});
   EXPECT_TRUE(q.poll(10).empty());  // quarantined, logged at WARN

@@ -9,6 +9,7 @@
 #include "outbox_fixture.hpp"
 #include "spool/outbox/relay.hpp"
 #include "spool/outbox/sink.hpp"
+#include "spool/outbox/webhook.hpp"
 #include "support/eventually.hpp"
 #include "support/webhook_receiver.hpp"
 
@@ -89,6 +90,60 @@ TEST_P(outbox_http_sink,
   EXPECT_NE(r.header("X-Spool-Signature"), expected_signature("another key", r.body));
   EXPECT_EQ(got[1].body, r.body);  // a redelivery carries the same bytes and key
   EXPECT_EQ(got[1].header("Idempotency-Key"), "m1");
+}
+
+// Standard Webhooks (issue 18): with two secrets (a rotation), the receiver
+// verifies each request with either one through the library, and refuses a
+// stale request and a replay of an id it already acted on.
+TEST_P(outbox_http_sink,
+       standard_webhooks_headers_verify_with_either_rotated_secret_and_replays_are_refused) {
+  webhook_receiver receiver;
+  auto o = options(receiver.url());
+  const std::string old_secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                    new_secret = "whsec_c3Bvb2wgbmV3IGtleQ==";
+  o.standard_webhook_secrets = {new_secret, old_secret};
+  auto s = make_http_sink(o);
+  const auto m = one();
+  receiver.answer(200);
+  receiver.answer(200);
+  ASSERT_EQ(s->publish(m, {}).kind, outcome_class::delivered);
+  ASSERT_EQ(s->publish(m, {}).kind, outcome_class::delivered);  // a redelivery
+  const auto got = receiver.requests();
+  ASSERT_EQ(got.size(), 2u);
+  const auto& r = got[0];
+  EXPECT_EQ(r.header("webhook-id"), "m1");
+  EXPECT_EQ(r.header("X-Spool-Signature"), expected_signature(secret, r.body));  // still sent
+  const std::string id = r.header("webhook-id"), ts = r.header("webhook-timestamp"),
+                    sig = r.header("webhook-signature");
+  const webhook_request req{id, ts, sig, r.body};  // views of these
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_LE(std::abs(std::stoll(std::string(req.timestamp)) -
+                     std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()),
+            5);
+  EXPECT_EQ(verify_standard_webhook(req, {old_secret}), webhook_verdict::valid);
+  EXPECT_EQ(verify_standard_webhook(req, {new_secret}), webhook_verdict::valid);
+  EXPECT_EQ(verify_standard_webhook(req, {"whsec_b3RoZXI="}), webhook_verdict::bad_signature);
+  // Replayed ten minutes later, the same bytes are stale.
+  EXPECT_EQ(
+      verify_standard_webhook(req, {old_secret}, std::chrono::minutes(5), now + std::chrono::minutes(10)),
+      webhook_verdict::stale);
+  // Inside the window, the replay guard tells a repeat of an id already acted on.
+  webhook_replay_guard guard;
+  EXPECT_FALSE(guard.seen(req.id));
+  guard.remember(req.id, std::stoll(std::string(req.timestamp)));
+  const auto& again = got[1];
+  EXPECT_EQ(verify_standard_webhook({again.header("webhook-id"), again.header("webhook-timestamp"),
+                                     again.header("webhook-signature"), again.body},
+                                    {new_secret}),
+            webhook_verdict::valid);
+  EXPECT_TRUE(guard.seen(again.header("webhook-id")));
+  // A user header cannot stand in for the sink's own, and a bad secret fails at construction.
+  auto bad = options(receiver.url());
+  bad.headers = {{"Webhook-Signature", "v1,forged"}};
+  EXPECT_OUTBOX_ERROR((void)make_http_sink(bad), errc::invalid_argument, "invalid_config");
+  bad = options(receiver.url());
+  bad.standard_webhook_secrets = {"whsec_%%%"};
+  EXPECT_OUTBOX_ERROR((void)make_http_sink(bad), errc::invalid_argument, "invalid_config");
 }
 
 TEST_P(outbox_http_sink, a_4xx_other_than_408_and_429_dead_letters_at_once_with_only_the_status_as_message) {

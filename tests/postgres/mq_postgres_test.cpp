@@ -11,12 +11,12 @@
 #include <set>
 #include <thread>
 
+#include "mq/store.hpp"
 #include "spool/database.hpp"
 #include "spool/error.hpp"
 #include "spool/migrate.hpp"
 #include "spool/mq/queue.hpp"
 #include "spool/pg_native.hpp"
-#include "mq/store.hpp"
 #include "support/eventually.hpp"
 #include "support/expect_error.hpp"
 #include "support/test_db.hpp"
@@ -64,7 +64,8 @@ void drain_and_check(database& db, const std::string& uri, bool strict) {
   }
   // Publish order = (created_at, id) with UUIDv7 ids.
   std::map<std::string, std::vector<std::string>> published;
-  for (const auto& r : pg_query(uri, "SELECT message_group_id, id FROM queue_messages ORDER BY created_at, id")) {
+  for (const auto& r :
+       pg_query(uri, "SELECT message_group_id, id FROM queue_messages ORDER BY created_at, id")) {
     published[*r[0]].push_back(*r[1]);
   }
   ASSERT_EQ(published.size(), static_cast<std::size_t>(groups));
@@ -87,10 +88,12 @@ void drain_and_check(database& db, const std::string& uri, bool strict) {
         }
         std::vector<std::string> receipts;
         for (const auto& d : got) {
-          const auto xid = std::stoll(*xid_db.exec("SELECT xmin::text FROM queue_messages WHERE queue_name = $1 AND id = $2",
-                                                   {std::string("load"), d.broker_message_id})
-                                          .at(0)
-                                          .at(0));
+          const auto xid =
+              std::stoll(*xid_db
+                              .exec("SELECT xmin::text FROM queue_messages WHERE queue_name = $1 AND id = $2",
+                                    {std::string("load"), d.broker_message_id})
+                              .at(0)
+                              .at(0));
           std::lock_guard lock(mutex);
           ++deliveries[d.broker_message_id];
           claim_xid.emplace(d.broker_message_id, xid);
@@ -124,7 +127,24 @@ void drain_and_check(database& db, const std::string& uri, bool strict) {
   EXPECT_EQ(std::stoll(*pg_query(uri, "SELECT count(*) FROM queue_messages").at(0).at(0)), 0);
 }
 
-TEST_F(mq_postgres, sixteen_consumers_ack_ten_thousand_messages_in_a_hundred_groups_exactly_once_in_group_order) {
+// SECURITY.md: a queue configured by URI alone (the legacy JSON form) is named
+// after the URI, and the rows it writes carry that name: never the password.
+TEST_F(mq_postgres, a_queue_named_after_a_uri_with_a_password_never_stores_the_password) {
+  spool::migrate(*db_);
+  const auto at = uri_.find("://postgres@");
+  ASSERT_NE(at, std::string::npos) << uri_;
+  std::string with_password = uri_;
+  with_password.replace(at, 12, "://postgres:s3cret-pw@");  // trust auth ignores it
+  mq::queue q(mq::queue_config::from_json(nlohmann::json{{"queueUri", with_password}}.dump()));
+  (void)q.publish(mq::message{.id = "m1"});
+  const auto stored = *pg_query(uri_, "SELECT queue_name FROM queue_messages WHERE id = 'm1'").at(0).at(0);
+  EXPECT_EQ(stored.find("s3cret"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("***"), std::string::npos) << stored;
+  ASSERT_EQ(q.poll(1).size(), 1u);  // the same name reads it back
+}
+
+TEST_F(mq_postgres,
+       sixteen_consumers_ack_ten_thousand_messages_in_a_hundred_groups_exactly_once_in_group_order) {
   spool::migrate(*db_);
   drain_and_check(*db_, uri_, false);
 }
@@ -137,16 +157,18 @@ TEST_F(mq_postgres, with_strict_group_order_only_one_message_per_group_is_ever_i
 TEST_F(mq_postgres, rows_a_legacy_producer_inserts_drain_and_spool_rows_decode_under_the_legacy_rules) {
   spool::migrate(*db_);
   // Exactly as the Go producer writes: Go-escaped JSON, created_at = visible_at.
-  pg_exec(uri_,
-          "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
-          "created_at, receive_count) VALUES "
-          "('go-1', 'legacy', NULL, NULL, floor(extract(epoch from now()))::bigint, "
-          "'{\"id\":\"go-1\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"https://x/a?b=1\\u0026c=\\u003cd\\u003e\"}', "
-          "floor(extract(epoch from now()))::bigint, 0),"
-          "('go-2', 'legacy', 'grp', NULL, floor(extract(epoch from now()))::bigint, "
-          "'{\"id\":\"go-2\",\"poolCode\":\"P\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"t\\u2028\","
-          "\"messageGroupId\":\"grp\",\"highPriority\":true,\"dispatchMode\":\"IMMEDIATE\"}', "
-          "floor(extract(epoch from now()))::bigint, 0)");
+  pg_exec(
+      uri_,
+      "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+      "created_at, receive_count) VALUES "
+      "('go-1', 'legacy', NULL, NULL, floor(extract(epoch from now()))::bigint, "
+      "'{\"id\":\"go-1\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"https://x/"
+      "a?b=1\\u0026c=\\u003cd\\u003e\"}', "
+      "floor(extract(epoch from now()))::bigint, 0),"
+      "('go-2', 'legacy', 'grp', NULL, floor(extract(epoch from now()))::bigint, "
+      "'{\"id\":\"go-2\",\"poolCode\":\"P\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"t\\u2028\","
+      "\"messageGroupId\":\"grp\",\"highPriority\":true,\"dispatchMode\":\"IMMEDIATE\"}', "
+      "floor(extract(epoch from now()))::bigint, 0)");
   mq::queue q(*db_, {.name = "legacy"});
   auto got = q.poll(10);
   ASSERT_EQ(got.size(), 2u);
@@ -204,10 +226,12 @@ TEST_F(mq_postgres, rows_a_legacy_producer_inserts_drain_and_spool_rows_decode_u
 
 TEST_F(mq_postgres, ack_nack_defer_and_extend_are_primary_key_index_scans_with_ten_thousand_rows_queued) {
   spool::migrate(*db_);
-  pg_exec(uri_,
-          "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
-          "created_at, receive_count) SELECT 'm' || i, 'q', NULL, NULL, 0, '{}', 0, 0 FROM generate_series(1, 10000) i;"
-          "ANALYZE queue_messages");
+  pg_exec(
+      uri_,
+      "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+      "created_at, receive_count) SELECT 'm' || i, 'q', NULL, NULL, 0, '{}', 0, 0 FROM generate_series(1, "
+      "10000) i;"
+      "ANALYZE queue_messages");
   // Spool's own statements, prepared with their parameters bound (nack and
   // defer share release.sql).
   const std::string params = "('q', 'm5', '0f0e0d0c-0b0a-4908-8706-050403020100:m5', 5)";
@@ -215,15 +239,17 @@ TEST_F(mq_postgres, ack_nack_defer_and_extend_are_primary_key_index_scans_with_t
   for (const char* name : {"ack", "release", "extend"}) {
     const std::string sql = mq::detail::render_sql(std::string("postgres/mq/queries/") + name + ".sql", "");
     const bool has_fourth = std::string(name) != "ack";
-    statements.push_back(std::string("PREPARE s_") + name + (has_fourth ? "(text, text, text, bigint)" : "(text, text, text)") +
-                         " AS " + sql + ";\nEXPLAIN EXECUTE s_" + name +
+    statements.push_back(std::string("PREPARE s_") + name +
+                         (has_fourth ? "(text, text, text, bigint)" : "(text, text, text)") + " AS " + sql +
+                         ";\nEXPLAIN EXECUTE s_" + name +
                          (has_fourth ? params : "('q', 'm5', '0f0e0d0c-0b0a-4908-8706-050403020100:m5')"));
   }
   for (const auto& sql : statements) {
     std::string plan;
     for (const auto& row : pg_query(uri_, sql)) plan += *row[0] + "\n";
     EXPECT_NE(plan.find("Index Scan using queue_messages_pkey"), std::string::npos) << plan;
-    EXPECT_NE(plan.find("Index Cond: ((queue_name = 'q'::text) AND (id = 'm5'::text))"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("Index Cond: ((queue_name = 'q'::text) AND (id = 'm5'::text))"), std::string::npos)
+        << plan;
   }
 }
 
@@ -231,24 +257,27 @@ TEST_F(mq_postgres, an_ungrouped_claim_walks_only_visible_rows_and_touches_no_in
   spool::migrate(*db_);
   // 10,000 in flight (visible_at in the future) before 100 visible rows: the
   // walk must start at the visible ones, not pass the in-flight ones.
-  pg_exec(uri_,
-          "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
-          "created_at, receive_count) SELECT 'f' || i, 'q', NULL, 'r', 4000000000, '{}', 0, 1 "
-          "FROM generate_series(1, 10000) i;"
-          "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
-          "created_at, receive_count) SELECT 'v' || i, 'q', NULL, NULL, 1, '{}', 1, 0 FROM generate_series(1, 100) i;"
-          "ANALYZE queue_messages");
+  pg_exec(
+      uri_,
+      "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+      "created_at, receive_count) SELECT 'f' || i, 'q', NULL, 'r', 4000000000, '{}', 0, 1 "
+      "FROM generate_series(1, 10000) i;"
+      "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+      "created_at, receive_count) SELECT 'v' || i, 'q', NULL, NULL, 1, '{}', 1, 0 FROM generate_series(1, "
+      "100) i;"
+      "ANALYZE queue_messages");
   std::string sql = mq::detail::render_sql("postgres/mq/queries/claim.sql", "");
   sql.replace(sql.find("{{limit}}"), 9, "10");
   std::string plan;
-  for (const auto& row :
-       pg_query(uri_, "PREPARE c(text, text, bigint, boolean) AS " + sql +
-                          ";\nEXPLAIN (ANALYZE, COSTS OFF) EXECUTE c('q', '0f0e0d0c-0b0a-4908-8706-050403020100', 30, false)")) {
+  for (const auto& row : pg_query(uri_, "PREPARE c(text, text, bigint, boolean) AS " + sql +
+                                            ";\nEXPLAIN (ANALYZE, COSTS OFF) EXECUTE c('q', "
+                                            "'0f0e0d0c-0b0a-4908-8706-050403020100', 30, false)")) {
     plan += *row[0] + "\n";
   }
   EXPECT_NE(plan.find("Index Scan using idx_queue_visible on queue_messages m"), std::string::npos) << plan;
   EXPECT_NE(plan.find("(visible_at <= $"), std::string::npos) << plan;  // a range bound, not a filter
-  EXPECT_NE(plan.find("Index Scan Backward using idx_queue_group_head"), std::string::npos) << plan;  // nearest earlier row first
+  EXPECT_NE(plan.find("Index Scan Backward using idx_queue_group_head"), std::string::npos)
+      << plan;  // nearest earlier row first
   EXPECT_EQ(plan.find("idx_queue_fifo"), std::string::npos) << plan;
   EXPECT_EQ(scalar("SELECT count(*) FROM queue_messages WHERE receipt_handle LIKE '0f0e0d0c-%'"), 10);
 }
@@ -271,7 +300,10 @@ TEST_F(mq_postgres, with_notify_on_an_ack_and_an_ack_batch_send_no_notification)
   };
   mq::queue q(*db_, {.name = "quiet", .notify = true});
   (void)q.publish_batch({msg("a"), msg("b"), msg("c")});
-  ASSERT_TRUE(eventually([&] { drain(); return heard.size() == 1; }));  // the publish's
+  ASSERT_TRUE(eventually([&] {
+    drain();
+    return heard.size() == 1;
+  }));  // the publish's
   auto got = q.poll(3);
   ASSERT_EQ(got.size(), 3u);
   q.ack(got[0].receipt);
@@ -280,15 +312,21 @@ TEST_F(mq_postgres, with_notify_on_an_ack_and_an_ack_batch_send_no_notification)
   // notifications arrive in commit order.
   mq::queue marker(*db_, {.name = "marker", .notify = true});
   (void)marker.publish(msg("d"));
-  ASSERT_TRUE(eventually([&] { drain(); return !heard.empty() && heard.back() == "marker"; }));
+  ASSERT_TRUE(eventually([&] {
+    drain();
+    return !heard.empty() && heard.back() == "marker";
+  }));
   EXPECT_EQ(heard, (std::vector<std::string>{"quiet", "marker"}));  // the publishes, no ack
   PQfinish(listener);
 }
 
-TEST_F(mq_postgres, init_schema_is_idempotent_and_carries_over_the_legacy_error_table_in_its_own_schema_only) {
+TEST_F(mq_postgres,
+       init_schema_is_idempotent_and_carries_over_the_legacy_error_table_in_its_own_schema_only) {
   pg_exec(uri_,
-          "CREATE TABLE queue_messages_failed (id TEXT NOT NULL, queue_name TEXT NOT NULL, message_group_id TEXT, "
-          "payload TEXT NOT NULL, error_message TEXT NOT NULL, receive_count INTEGER, created_at BIGINT NOT NULL, "
+          "CREATE TABLE queue_messages_failed (id TEXT NOT NULL, queue_name TEXT NOT NULL, message_group_id "
+          "TEXT, "
+          "payload TEXT NOT NULL, error_message TEXT NOT NULL, receive_count INTEGER, created_at BIGINT NOT "
+          "NULL, "
           "failed_at BIGINT NOT NULL, PRIMARY KEY (queue_name, id));"
           "INSERT INTO queue_messages_failed VALUES ('dup', 'q', NULL, 'kept', 'existing wins', 1, 1, 1);"
           "CREATE TABLE queue_message_errors (id TEXT, queue_name TEXT, message_group_id TEXT, payload TEXT, "
@@ -299,13 +337,15 @@ TEST_F(mq_postgres, init_schema_is_idempotent_and_carries_over_the_legacy_error_
           "INSERT INTO other.queue_message_errors VALUES ('untouched')");
   EXPECT_EQ(mq::migrate(*db_).size(), 3u);
   EXPECT_TRUE(mq::migrate(*db_).empty());
-  EXPECT_EQ(scalar("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public' AND table_name = "
-                   "'queue_message_errors'"),
-            0);
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public' AND table_name = "
+             "'queue_message_errors'"),
+      0);
   EXPECT_EQ(*pg_query(uri_, "SELECT error_message FROM queue_messages_failed WHERE id = 'dup'").at(0).at(0),
             "existing wins");
-  const auto carried =
-      pg_query(uri_, "SELECT message_group_id, error_message, receive_count FROM queue_messages_failed WHERE id = 'carried'");
+  const auto carried = pg_query(uri_,
+                                "SELECT message_group_id, error_message, receive_count FROM "
+                                "queue_messages_failed WHERE id = 'carried'");
   ASSERT_EQ(carried.size(), 1u);
   EXPECT_EQ(*carried[0][1], "bad json");
   EXPECT_EQ(scalar("SELECT count(*) FROM other.queue_message_errors"), 1);
@@ -314,22 +354,27 @@ TEST_F(mq_postgres, init_schema_is_idempotent_and_carries_over_the_legacy_error_
 TEST_F(mq_postgres, quarantine_works_on_rust_and_java_shaped_failed_tables) {
   for (const char* ddl :
        {// Rust: nullable created_at
-        "CREATE TABLE queue_messages_failed (id TEXT NOT NULL, queue_name TEXT NOT NULL, message_group_id TEXT, "
-        "payload TEXT NOT NULL, error_message TEXT NOT NULL, receive_count INTEGER, created_at BIGINT, failed_at "
+        "CREATE TABLE queue_messages_failed (id TEXT NOT NULL, queue_name TEXT NOT NULL, message_group_id "
+        "TEXT, "
+        "payload TEXT NOT NULL, error_message TEXT NOT NULL, receive_count INTEGER, created_at BIGINT, "
+        "failed_at "
         "BIGINT NOT NULL, PRIMARY KEY (queue_name, id))",
         // Java: nullable error_message, another column order
-        "CREATE TABLE queue_messages_failed (queue_name TEXT NOT NULL, id TEXT NOT NULL, payload TEXT NOT NULL, "
+        "CREATE TABLE queue_messages_failed (queue_name TEXT NOT NULL, id TEXT NOT NULL, payload TEXT NOT "
+        "NULL, "
         "failed_at BIGINT NOT NULL, error_message TEXT, message_group_id TEXT, created_at BIGINT NOT NULL, "
         "receive_count INTEGER, PRIMARY KEY (queue_name, id))"}) {
     pg_exec(uri_, "DROP SCHEMA public CASCADE; CREATE SCHEMA public;");
     pg_exec(uri_, ddl);
     (void)mq::migrate(*db_);
-    pg_exec(uri_,
-            "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
-            "created_at, receive_count) VALUES ('bad', 'q', NULL, NULL, 0, '{nope', 7, 0)");
+    pg_exec(
+        uri_,
+        "INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, "
+        "created_at, receive_count) VALUES ('bad', 'q', NULL, NULL, 0, '{nope', 7, 0)");
     mq::queue q(*db_, {.name = "q"});
     EXPECT_TRUE(q.poll(5).empty());
-    const auto failed = pg_query(uri_, "SELECT payload, created_at, receive_count FROM queue_messages_failed");
+    const auto failed =
+        pg_query(uri_, "SELECT payload, created_at, receive_count FROM queue_messages_failed");
     ASSERT_EQ(failed.size(), 1u) << ddl;
     EXPECT_EQ(*failed[0][0], "{nope");
     EXPECT_EQ(*failed[0][1], "7");
@@ -344,7 +389,9 @@ TEST_F(mq_postgres, migrate_creates_the_performance_index_idempotently_and_rebui
       "'idx_queue_group_head' AND i.indisvalid";
   EXPECT_EQ(scalar(indexes), 1);
   // mq/3 replaced mq/2's two indexes: a claim writes only the legacy indexes for an ungrouped row.
-  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo')"), 0);
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo')"),
+      0);
   EXPECT_EQ(scalar("SELECT count(*) FROM pg_index WHERE indrelid = 'queue_messages'::regclass"), 3);
   // Simulate an interrupted CONCURRENTLY build: an invalid index and no ledger row.
   pg_exec(uri_,
@@ -361,7 +408,9 @@ TEST_F(mq_postgres, migrate_creates_the_performance_index_idempotently_and_rebui
 TEST_F(mq_postgres, reverting_mq_3_restores_the_mq_2_indexes) {
   (void)spool::migrate(*db_);
   revert_migration(*db_, "mq/3", true);
-  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo')"), 2);
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo')"),
+      2);
   EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname = 'idx_queue_group_head'"), 0);
   mq::queue q(*db_, {.name = "q"});
   (void)q.publish_batch({msg("a", "g"), msg("b", "g"), msg("c")});
@@ -373,9 +422,10 @@ TEST_F(mq_postgres, the_queue_works_without_the_performance_indexes_after_revert
   EXPECT_SPOOL_ERROR(revert_migration(*db_, "mq/2", false), errc::invalid_argument);
   revert_migration(*db_, "mq/3", true);
   revert_migration(*db_, "mq/2", true);
-  EXPECT_EQ(scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo', "
-                   "'idx_queue_group_head')"),
-            0);
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM pg_class WHERE relname IN ('idx_queue_group_order', 'idx_queue_fifo', "
+             "'idx_queue_group_head')"),
+      0);
   mq::queue q(*db_, {.name = "q"});
   (void)q.publish_batch({msg("a", "g"), msg("b", "g"), msg("c")});
   auto got = q.poll(10);
@@ -426,9 +476,10 @@ TEST_F(mq_postgres, a_killed_connection_fails_one_call_with_a_typed_error_and_th
   (void)spool::migrate(*db_);
   mq::queue q(*db_, {.name = "q"});
   (void)q.publish(msg("m"));
-  pg_exec(uri_,
-          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
-          "pg_backend_pid()");
+  pg_exec(
+      uri_,
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
+      "pg_backend_pid()");
   std::vector<mq::delivered_message> got;
   try {
     got = q.poll(1);

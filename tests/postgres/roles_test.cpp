@@ -15,6 +15,7 @@
 #include "spool/migrate.hpp"
 #include "spool/mq/queue.hpp"
 #include "spool/ops/queue.hpp"
+#include "spool/outbox/sink.hpp"
 #include "spool/outbox/store.hpp"
 #include "spool/outbox/writer.hpp"
 #include "spool/pg.hpp"
@@ -46,6 +47,11 @@ class pg_roles : public ::testing::Test {
     }
     const auto split = script.find("-- ==== part 2");
     ASSERT_NE(split, std::string::npos);
+    // The PostgreSQL 13/14 default, which PostgreSQL 15 dropped: every role may
+    // create in schema public. The shipped script must take that back.
+    pg_exec(uri_, "GRANT CREATE ON SCHEMA public TO PUBLIC");
+    // An application's own table, beside Spool's, that no Spool role should read.
+    pg_exec(uri_, "CREATE TABLE public.app_orders (id int PRIMARY KEY, card text)");
     pg_exec(uri_, script.substr(0, split));
     owner_.emplace(database::open(as("spool_owner")));
     ASSERT_FALSE(spool::migrate(*owner_).empty());  // mq, ops and outbox, into schema spool
@@ -152,6 +158,51 @@ TEST_F(pg_roles, NoRoleButTheOwnerCanRunDdl) {
   }
   // The same statement works for the owner, so the refusals above are about privilege.
   EXPECT_NO_THROW(owner_->exec("CREATE TABLE spool.allowed (i int)"));
+}
+
+TEST_F(pg_roles, NoSpoolRoleReadsTheOutboxOrApplicationTablesOrCreatesTemporaryTablesBeyondItsJob) {
+  for (const char* role : {"spool_producer", "spool_consumer", "spool_relay"}) {
+    SCOPED_TRACE(role);
+    auto db = database::open(as(role));
+    EXPECT_SPOOL_ERROR(db.exec("SELECT * FROM public.app_orders"), errc::unauthorized);
+    EXPECT_SPOOL_ERROR(db.exec("CREATE TEMP TABLE scratch (i int)"), errc::unauthorized);
+    EXPECT_SPOOL_ERROR(db.exec("CREATE TABLE public.intruder (i int)"), errc::unauthorized);
+  }
+  // The consumer runs messages and ops; envelopes are not its business.
+  auto consumer = database::open(as("spool_consumer"));
+  EXPECT_SPOOL_ERROR(consumer.exec("SELECT * FROM spool.outbox_messages"), errc::unauthorized);
+  EXPECT_SPOOL_ERROR(consumer.exec("SELECT * FROM spool.outbox_messages_replay_audit"), errc::unauthorized);
+}
+
+TEST_F(pg_roles, TheRelayRoleDeliversIntoAQueueWithTheMqSink) {
+  auto producer = database::open(as("spool_producer"));
+  auto relay = database::open(as("spool_relay"));
+  {
+    mq::message m;
+    m.mediation_type = "HTTP";
+    m.mediation_target = "http://example/x";
+    outbox::envelope e = env("e-mq");
+    e.payload = mq::encode(m);
+    e.ordering_key = "customer-7";
+    outbox::writer w(producer);
+    pg::tx tx(producer);
+    (void)w.insert(tx, e);
+    tx.commit();
+  }
+  // What `spool relay --sink mq:jobs` runs, as the relay role.
+  outbox::store store(relay);
+  auto sink = outbox::make_mq_sink(relay, {.queue = "jobs"});
+  auto leased = store.claim("relay-1", 1, 30s);
+  ASSERT_EQ(leased.size(), 1u);
+  ASSERT_EQ(sink->publish(leased[0], {}).kind, outbox::outcome_class::delivered);
+  sink->record_delivered(store, leased[0], {});
+  EXPECT_EQ(*pg_query(uri_, "SELECT state FROM spool.outbox_messages WHERE id = 'e-mq'").at(0).at(0),
+            "delivered");
+  const auto row = pg_query(uri_, "SELECT id, queue_name, message_group_id FROM spool.queue_messages");
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0][0], "e-mq");
+  EXPECT_EQ(row[0][1], "jobs");
+  EXPECT_EQ(row[0][2], "customer-7");
 }
 
 TEST_F(pg_roles, ARoleCannotDoAnotherRolesWork) {

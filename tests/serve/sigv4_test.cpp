@@ -95,6 +95,21 @@ TEST(sigv4, refuses_a_request_dated_more_than_15_minutes_from_the_clock_either_w
   EXPECT_EQ(failure_code(verify_sigv4(r.view(), keys, query_time - 16min)), "RequestExpired");
 }
 
+// Found by fuzz/sigv4_verify: a date in a year beyond the clock's nanosecond
+// range (about 1678..2262) overflowed, and wrapped into the window. Such a
+// date, however well signed, is RequestExpired; the check runs before the key.
+TEST(sigv4, refuses_dates_centuries_away_without_overflow) {
+  const auto keys = example_keys();
+  for (const char* date : {"26111202T100000Z", "14421202T100000Z", "99991231T235959Z", "00000101T000000Z"}) {
+    SCOPED_TRACE(date);
+    botocore_request r;
+    r.headers[2].second = date;
+    auto& auth = r.headers[3].second;
+    auth.replace(auth.find("20261202"), 8, std::string(date, 8));
+    EXPECT_EQ(failure_code(verify_sigv4(r.view(), keys, query_time)), "RequestExpired");
+  }
+}
+
 TEST(sigv4, refuses_an_unknown_key_and_a_missing_or_malformed_authorization) {
   const auto keys = credential_store::parse("OTHER secret/one\n");
   const botocore_request r;

@@ -89,9 +89,11 @@ void with_retries(F&& f) {
       f();
       return;
     } catch (const spool::error& e) {
-      // unavailable (busy) and in_doubt: try again; publishing the same ids
-      // again is idempotent, so an in-doubt commit cannot duplicate.
-      if (!e.retryable() || attempt > 200) throw;
+      // unavailable (busy, a server going away) and in_doubt (the commit's
+      // outcome was lost with the connection): try again. in_doubt is not
+      // retryable() in general, but here every retry writes the same ids,
+      // and each caller handles an id an earlier attempt stored.
+      if (!(e.retryable() || e.code() == spool::errc::in_doubt) || attempt > 200) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20 * attempt, 500)));
     }
   }

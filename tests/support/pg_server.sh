@@ -18,6 +18,9 @@
 # network are trusted).
 # SPOOL_PG_DURABLE=1 at start gives the settings users run instead (fsync, synchronous_commit and
 # full_page_writes on, shared_buffers 256MB): the benchmark's default (bench/run.sh).
+# SPOOL_PG_TLS=1 at start serves TLS too, with a CA of its own made by openssl: DIR/tls/ca.pem
+# (the CA to trust) and a server certificate that names only DNS:localhost, so that
+# sslmode=verify-full succeeds for host=localhost and fails for host=127.0.0.1.
 #
 # PostgreSQL refuses to run as root, and CI runs as root: then the server runs as the system user
 # spool-pg (created on first use). If spool-pg cannot reach DIR (a parent directory is private, as
@@ -206,6 +209,24 @@ needs_private_runtime() {
   return 1
 }
 
+# make_tls OUT DATA: a CA (OUT/ca.pem) and a server key and certificate for DNS:localhost, signed
+# by it, in DATA (owned by the server user, key mode 0600), and TLS on in DATA's configuration.
+make_tls() {
+  local out=$1 data=$2
+  mkdir -p -- "$out"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=spool test CA" \
+    -keyout "$out/ca.key" -out "$out/ca.pem" >>"$LOG" 2>&1 || fail_start "openssl: the CA"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+    -keyout "$out/server.key" -out "$out/server.csr" >>"$LOG" 2>&1 || fail_start "openssl: the server key"
+  printf 'subjectAltName = DNS:localhost\n' >"$out/san.ext"
+  openssl x509 -req -in "$out/server.csr" -CA "$out/ca.pem" -CAkey "$out/ca.key" -CAcreateserial -days 2 \
+    -extfile "$out/san.ext" -out "$out/server.crt" >>"$LOG" 2>&1 || fail_start "openssl: the server certificate"
+  cp -- "$out/server.crt" "$out/server.key" "$data/"
+  if is_root; then chown "$PG_USER:" "$data/server.crt" "$data/server.key"; fi
+  chmod 0600 "$data/server.key"
+  printf "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n" >>"$data/postgresql.conf"
+}
+
 do_start() {
   find_bindir
   if is_root; then ensure_pg_user; fi
@@ -253,6 +274,7 @@ max_connections = 300
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
 EOF
+  if [[ -n ${SPOOL_PG_TLS:-} ]]; then make_tls "$DIR/tls" "$RUN/data"; fi
   # Clients on a test's own network (SPOOL_PG_LISTEN: an address of a veth the test made) trust
   # as local ones do.
   if [[ -n ${SPOOL_PG_LISTEN:-} ]]; then

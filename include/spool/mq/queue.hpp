@@ -52,8 +52,9 @@ struct queue_config {
   [[nodiscard]] static queue_config from_json(std::string_view json);
   // Always writes the four canonical keys.
   [[nodiscard]] std::string to_json() const;
-  // The name the queue uses: queue_name, else the URI (logs and errors show it
-  // with the password redacted; the stored value stays the URI, as legacy writes it).
+  // The name the queue uses and stores in every row: queue_name, else the URI
+  // with any password replaced by *** (legacy stores the URI as it is, password
+  // included; give queueName to share such a queue with legacy services).
   [[nodiscard]] std::string effective_name() const;
   [[nodiscard]] std::chrono::seconds effective_visibility() const;
 };

@@ -95,7 +95,8 @@ class sink {
   // transactions as the sink can: the queue sink uses one. By default
   // record_delivered per row. Errors: unavailable and in_doubt (the relay
   // re-reads each row), and as store::mark_delivered_batch.
-  virtual std::vector<batch_record> record_delivered_batch(store& s, const std::vector<const claimed_message*>& rows,
+  virtual std::vector<batch_record> record_delivered_batch(store& s,
+                                                           const std::vector<const claimed_message*>& rows,
                                                            const call_options& c);
 
   // Reopens output files (log rotation); a no-op for other sinks.
@@ -150,18 +151,23 @@ struct http_sink_options {
   std::string secret;  // the HMAC-SHA256 key of X-Spool-Signature; never logged
   // Sent with every request; they cannot replace the sink's own headers
   // (Content-Type, Content-Length, Host, Connection, Transfer-Encoding,
-  // Idempotency-Key, X-Spool-*). A User-Agent here replaces the default.
+  // Idempotency-Key, X-Spool-*, webhook-*). A User-Agent here replaces the default.
   std::vector<std::pair<std::string, std::string>> headers;
   std::chrono::milliseconds connect_timeout{10000};  // TCP connect (and TLS handshake)
   std::chrono::milliseconds read_timeout{30000};     // each read or write of the exchange
   std::string ca_file;                               // PEM CA(s) trusted in addition to the system's
   bool verify_tls = true;  // https: verify the chain and the host name (off: only for tests)
   std::size_t max_response_bytes = 64 * 1024;  // the response body read (and discarded) at most
+  // Non-empty: also sign every request the Standard Webhooks way
+  // (spool/outbox/webhook.hpp), one signature per secret for rotation.
+  std::vector<std::string> standard_webhook_secrets;
 };
 // POSTs the envelope's canonical JSON (outbox.md §8) with Content-Type
 // application/json, Idempotency-Key (the envelope id), X-Spool-Topic,
 // X-Spool-Claim-Count, X-Spool-Failure-Count and X-Spool-Signature:
-// sha256=<lowercase hex HMAC-SHA256 of the exact body bytes under secret>.
+// sha256=<lowercase hex HMAC-SHA256 of the exact body bytes under secret>;
+// with standard_webhook_secrets also webhook-id (the envelope id),
+// webhook-timestamp and webhook-signature (spool/outbox/webhook.hpp).
 // 2xx: delivered. 4xx except 408 and 429: permanent (code http_N). Other
 // statuses, redirects (never followed), connection, TLS and timeout errors:
 // transient (http_N, http_connect, http_read, http_tls_verify, …); a Retry-After
@@ -175,8 +181,9 @@ struct http_sink_options {
 // thread per publish, no keep-alive: concurrent publishes share nothing.
 // Errors at construction: invalid_argument (invalid_config) naming the value:
 // a URL that is not http(s) or is malformed, an empty secret, non-positive
-// timeouts, a zero max_response_bytes, an invalid or reserved header, or a
-// ca_file that cannot be loaded.
+// timeouts, a zero max_response_bytes, an invalid or reserved header, a
+// ca_file that cannot be loaded, or an empty or malformed (whsec_ but not
+// base64) Standard Webhooks secret.
 [[nodiscard]] std::shared_ptr<sink> make_http_sink(http_sink_options options);
 
 struct mq_sink_options {

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <memory>
 #include <system_error>
 #include <thread>
 
@@ -29,17 +31,23 @@ constexpr auto cancel_grace = std::chrono::milliseconds(1000);
 // thread of its own, which owns its PGcancel and ends when the request is
 // answered or the kernel gives the socket up; the caller's wait stays
 // bounded by cancel_grace.
-void send_cancel(PGconn* conn) {
+// done turns true once the request was answered (or could not be sent).
+void send_cancel(PGconn* conn, const std::shared_ptr<std::atomic<bool>>& done) {
   PGcancel* c = PQgetCancel(conn);
-  if (c == nullptr) return;
+  if (c == nullptr) {
+    done->store(true);
+    return;
+  }
   try {
-    std::thread([c] {
+    std::thread([c, done] {
       char err[256];
       (void)PQcancel(c, err, sizeof err);
       PQfreeCancel(c);
+      done->store(true);
     }).detach();
   } catch (const std::system_error&) {
     PQfreeCancel(c);  // no thread to be had: the grace period still ends the wait
+    done->store(true);
   }
 }
 
@@ -73,11 +81,9 @@ connection::connection(const std::string& conninfo, const std::string& display, 
   if (conn_ == nullptr) throw error(errc::unavailable, "out of memory connecting to " + display_);
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(conn_);
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     PQfinish(conn_);
     conn_ = nullptr;
-    throw error(errc::unavailable, fmt::format("cannot connect to {}: {}", display_, redact_password(msg)),
-                "connect_failed");
+    throw_connect_error(display_, std::move(msg));
   }
   // Server notices ("relation already exists, skipping") are not errors; keep
   // them off the application's stderr.
@@ -168,12 +174,30 @@ struct text_params {
   std::vector<const char*> ptrs;
 };
 
-result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what,
-                            const call_options& limits) {
+void connection::ready_for_next() {
+  // A cancel from an earlier statement may still be on its way (it goes out
+  // from a thread of its own): arriving during this statement, it would
+  // cancel it. Once it was answered, the backend got it while idle, where a
+  // cancel is ignored. One that stays unanswered gives the connection up.
+  if (cancel_outstanding()) {
+    const auto until = std::chrono::steady_clock::now() + cancel_grace;
+    while (cancel_outstanding() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (cancel_outstanding()) {
+      given_up_ = true;
+      ::shutdown(PQsocket(conn_), SHUT_RDWR);
+    }
+  }
   if (!healthy()) {
     throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
                 "connection_lost");
   }
+}
+
+result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what,
+                            const call_options& limits) {
+  ready_for_next();
   const text_params p(params, client_utf8());
   if (limits.limited()) {
     return exec_limited(std::string(sql), static_cast<int>(params.size()), p.ptrs.data(), what, limits);
@@ -228,7 +252,8 @@ void connection::wait_until_ready(const call_options& limits, std::string_view& 
       if (const std::string_view why = spool::detail::interruption(limits); !why.empty()) {
         cancelled_for = why;
         cancelled_at_ = std::chrono::steady_clock::now();
-        send_cancel(conn_);
+        cancel_done_ = std::make_shared<std::atomic<bool>>(false);
+        send_cancel(conn_, cancel_done_);
       }
     } else if (std::chrono::steady_clock::now() - cancelled_at_ >= cancel_grace) {
       // Neither the statement nor the cancel was answered: give the
@@ -305,10 +330,7 @@ result_ptr connection::exec_limited(const std::string& sql, int n, const char* c
 std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what,
                                              const call_options& limits) {
   spool::detail::check_call(limits, "pipeline");
-  if (!healthy()) {
-    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
-                "connection_lost");
-  }
+  ready_for_next();
   // Every statement's parameters are checked before pipeline mode and the
   // first send (reserve: the pointers into each text_params must not move).
   std::vector<text_params> all;
@@ -393,6 +415,7 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
 }
 
 void connection::exec_script(const std::string& sql) {
+  ready_for_next();
   result_ptr res(PQexec(conn_, sql.c_str()));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY) return;
@@ -400,10 +423,7 @@ void connection::exec_script(const std::string& sql) {
 }
 
 void connection::exec_simple(const std::string& sql, intent what) {
-  if (!healthy()) {
-    throw error(errc::unavailable, fmt::format("connection to {} is not usable", display_),
-                "connection_lost");
-  }
+  ready_for_next();
   result_ptr res(PQexec(conn_, sql.c_str()));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;

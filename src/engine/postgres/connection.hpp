@@ -5,6 +5,7 @@
 
 #include <libpq-fe.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -45,6 +46,10 @@ class connection {
     return conn_ && !given_up_ && PQstatus(conn_) == CONNECTION_OK &&
            PQpipelineStatus(conn_) == PQ_PIPELINE_OFF;
   }
+  // A cancel this connection sent has not been answered yet: reused now, the
+  // connection's next statement could be the one it cancels (the pool does
+  // not reuse it; a call on it waits for the cancel first).
+  [[nodiscard]] bool cancel_outstanding() const noexcept { return cancel_done_ && !cancel_done_->load(); }
   [[nodiscard]] bool in_transaction() const noexcept;
   // True when the session's client_encoding is UTF8 (libpq tracks it from
   // the server's ParameterStatus, so a SET is seen too).
@@ -96,6 +101,10 @@ class connection {
   // then on (the pool drops it), and the call fails as in_doubt for a write,
   // unavailable for a read, with the limit's reason.
   void wait_until_ready(const call_options& limits, std::string_view& cancelled_for, intent what);
+  // Before a statement: waits out a cancel still on its way (at most
+  // cancel_grace, then the connection is given up), then throws unavailable
+  // (connection_lost) unless the connection is healthy.
+  void ready_for_next();
   // Throws for a failed result: a statement this connection cancelled at a
   // limit (cancelled_for names it) is in_doubt for a write, unavailable for
   // a read; anything else goes through throw_error.
@@ -111,6 +120,7 @@ class connection {
   // after one cancel, and the grace runs from the cancel, not per result.
   std::chrono::steady_clock::time_point cancelled_at_{};
   bool given_up_ = false;                                  // its socket was shut down: never used again
+  std::shared_ptr<std::atomic<bool>> cancel_done_;         // the last cancel sent: answered yet?
   std::unordered_map<std::string, std::string> prepared_;  // sql → statement name
   std::string display_;
 };
@@ -120,6 +130,12 @@ std::vector<row> rows_of(const PGresult* res);
 
 // The one place where libpq and SQLSTATE failures become spool::error.
 [[noreturn]] void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_view context);
+// A connection attempt that failed, with libpq's message: unauthorized
+// (tls_verify_failed) when the server's certificate did not verify or did
+// not name the host, unauthorized (tls_refused) when TLS was required and the
+// server offers none, else unavailable (connect_failed). display names the
+// target (redacted).
+[[noreturn]] void throw_connect_error(const std::string& display, std::string libpq_message);
 
 // Encodes values as a PostgreSQL text[] literal ({"a",NULL,"b"}), for UNNEST.
 std::string text_array(const std::vector<const std::string*>& values);

@@ -25,6 +25,23 @@ std::string field(const PGresult* res, int code) {
 
 }  // namespace
 
+void throw_connect_error(const std::string& display, std::string msg) {
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  msg = fmt::format("cannot connect to {}: {}", display, redact_password(msg));
+  // libpq reports TLS verification only as text (no SQLSTATE: the server
+  // never answered). A server that cannot prove it is the one named is not
+  // a passing outage: retrying cannot help, and it may be an impostor.
+  if (msg.find("certificate verify failed") != std::string::npos ||
+      msg.find("does not match host name") != std::string::npos ||
+      msg.find("server certificate for") != std::string::npos) {
+    throw error(errc::unauthorized, msg, "tls_verify_failed");
+  }
+  if (msg.find("server does not support SSL") != std::string::npos) {
+    throw error(errc::unauthorized, msg, "tls_refused");
+  }
+  throw error(errc::unavailable, msg, "connect_failed");
+}
+
 void throw_error(PGconn* conn, const PGresult* res, intent what, std::string_view context) {
   const std::string sqlstate = field(res, PG_DIAG_SQLSTATE);
   std::string msg = trimmed(res ? PQresultErrorMessage(res) : nullptr);

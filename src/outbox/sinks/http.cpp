@@ -18,6 +18,7 @@
 #include "http_url.hpp"
 #include "spool/error.hpp"
 #include "spool/outbox/sink.hpp"
+#include "spool/outbox/webhook.hpp"
 #include "webhook_signature.hpp"
 
 namespace spool::outbox {
@@ -47,7 +48,8 @@ bool is_token(std::string_view s) {
 bool is_reserved(std::string_view name) {
   const std::string n = lower(name);
   return n == "content-type" || n == "content-length" || n == "host" || n == "idempotency-key" ||
-         n == "transfer-encoding" || n == "connection" || n.starts_with("x-spool-");
+         n == "transfer-encoding" || n == "connection" || n.starts_with("x-spool-") ||
+         n.starts_with("webhook-");
 }
 
 void validate(const http_sink_options& o) {
@@ -59,6 +61,9 @@ void validate(const http_sink_options& o) {
     invalid(fmt::format("read_timeout = {} ms must be positive", o.read_timeout.count()));
   }
   if (o.max_response_bytes == 0) invalid("max_response_bytes = 0 must be positive");
+  // Checks the secrets (empty, whsec_ but not base64) once, here.
+  if (!o.standard_webhook_secrets.empty())
+    (void)standard_webhook_signature(o.standard_webhook_secrets, "", 0, "");
   for (const auto& [name, value] : o.headers) {
     if (!is_token(name)) invalid(fmt::format("header name \"{}\" is not a valid token", name));
     if (is_reserved(name)) invalid(fmt::format("header {} is set by the sink and cannot be replaced", name));
@@ -150,6 +155,15 @@ class http_sink final : public sink {
     req.headers.emplace("X-Spool-Claim-Count", std::to_string(e.claim_count));
     req.headers.emplace("X-Spool-Failure-Count", std::to_string(e.failure_count));
     req.headers.emplace("X-Spool-Signature", detail::webhook_signature(opts_.secret, req.body));
+    if (!opts_.standard_webhook_secrets.empty()) {
+      const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+      req.headers.emplace("webhook-id", e.id);
+      req.headers.emplace("webhook-timestamp", std::to_string(now));
+      req.headers.emplace("webhook-signature",
+                          standard_webhook_signature(opts_.standard_webhook_secrets, e.id, now, req.body));
+    }
 
     response_head head;
     req.response_handler = [&head](const httplib::Response& r) {

@@ -14,29 +14,27 @@
 WITH clock AS MATERIALIZED (
   SELECT clock_timestamp() AS now
 ), due_pending AS (
-  SELECT m.seq, m.available_at, m.xact_id
+  SELECT m.seq, m.available_at, m.xact_id, {{decodable}} AS ok
   FROM {{t}} m
   WHERE m.state = 'pending' AND m.available_at <= (SELECT now FROM clock)
   ORDER BY m.available_at, m.xact_id, m.seq
   LIMIT $2
   FOR UPDATE OF m SKIP LOCKED
 ), due_expired AS (
-  SELECT m.seq, m.available_at, m.xact_id
+  SELECT m.seq, m.available_at, m.xact_id, {{decodable}} AS ok
   FROM {{t}} m
   WHERE m.state = 'leased' AND m.leased_until <= (SELECT now FROM clock)
   ORDER BY m.available_at, m.xact_id, m.seq
   LIMIT $2
   FOR UPDATE OF m SKIP LOCKED
 ), candidates AS (
-  SELECT d.seq AS cseq
+  SELECT d.seq AS cseq, d.ok
   FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_expired) d
   ORDER BY d.available_at, d.xact_id, d.seq
   LIMIT $2
 )
 UPDATE {{t}} q
-SET state = 'leased', lease_owner = $1, lease_token = gen_random_uuid(),
-    leased_until = clock.now + $3::bigint * interval '1 microsecond',
-    claim_count = LEAST(q.claim_count + 1, 1000000), updated_at = clock.now
+{{claim_set}}
 FROM candidates c, clock
 WHERE q.seq = c.cseq
 RETURNING {{cols}}

@@ -10,7 +10,7 @@
 WITH clock AS MATERIALIZED (
   SELECT clock_timestamp() AS now, pg_snapshot_xmin(pg_current_snapshot()) AS horizon
 ), candidates AS (
-  SELECT m.seq AS cseq
+  SELECT m.seq AS cseq, {{decodable}} AS ok
   FROM {{t}} m, clock
   WHERE m.topic = $4::text AND m.state IN ('pending', 'leased')
     AND ((m.state = 'pending' AND m.available_at <= clock.now)
@@ -26,9 +26,7 @@ WITH clock AS MATERIALIZED (
   FOR UPDATE OF m SKIP LOCKED
 )
 UPDATE {{t}} q
-SET state = 'leased', lease_owner = $1, lease_token = gen_random_uuid(),
-    leased_until = clock.now + $3::bigint * interval '1 microsecond',
-    claim_count = LEAST(q.claim_count + 1, 1000000), updated_at = clock.now
+{{claim_set}}
 FROM candidates c, clock
 WHERE q.seq = c.cseq
 RETURNING {{cols}}
