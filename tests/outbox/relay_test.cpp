@@ -679,7 +679,8 @@ TEST_P(outbox_relay, rule_8_a_claim_that_got_all_it_asked_for_is_followed_by_ano
   EXPECT_TRUE(eventually([&] { return count("state = 'delivered'") == 7; }))
       << "claims " << r.metrics().claims << ", claimed " << r.metrics().claimed << ", delivered "
       << r.metrics().delivered << ", store errors " << r.metrics().store_errors << ", pending "
-      << count("state = 'pending'");
+      << count("state = 'pending'") << ", rows per claim " << ::testing::PrintToString(claim_counts())
+      << ", rows per delivery record " << ::testing::PrintToString(deliver_counts());
   r.stop();
 }
 

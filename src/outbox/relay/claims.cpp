@@ -99,7 +99,9 @@ void relay::impl::loop(const std::stop_token& stop) {
     try {
       const auto [asked, got] = claim_round();
       backoff.reset();
-      more = asked > 0 && got == asked;
+      // A round that asked for nothing (capacity taken between the wait and
+      // the round) says nothing about the backlog: the wait above comes again.
+      if (asked > 0) more = got == asked;
     } catch (const std::exception& e) {
       more = false;
       store_error("claim", e);

@@ -13,9 +13,11 @@ using spool::detail::log;
 using namespace std::chrono_literals;
 
 std::size_t relay::impl::free_capacity_locked() const {
-  // Delivered rows awaiting their mark still hold leases: they count.
-  const std::size_t held = busy + tasks.size() + pending_marks.size() + marking;
-  return o.max_in_flight - std::min(o.max_in_flight, held);
+  // Every lease this relay holds is in flights once, from its claim to its
+  // last record (delivered rows awaiting their mark included). Counting the
+  // workers and the mark queues instead counted a row deferred by a busy
+  // worker twice, so capacity could fall without a claim.
+  return o.max_in_flight - std::min(o.max_in_flight, flights.size());
 }
 
 // ---- workers ----
