@@ -47,10 +47,19 @@ std::vector<insert_result> classify(const std::vector<const envelope*>& batch,
       out.push_back({e.id, insert_status::inserted, it->second.available_at, it->second.created_at});
       continue;
     }
-    if (e.idempotency_key.empty() || existing.count(e.id) != 0) {
+    if (existing.count(e.id) != 0) {
       if (!inserted.empty()) undo();
       throw error(errc::already_exists, fmt::format("envelope {}: an envelope with this id is already stored", i),
                   "duplicate_id");
+    }
+    if (e.idempotency_key.empty()) {
+      // Left out, yet no stored row holds its id and it has no idempotency
+      // key: a conflict this writer cannot name. Saying duplicate_id here
+      // would send a caller that drops stored ids round the same batch forever.
+      if (!inserted.empty()) undo();
+      throw error(errc::conflict,
+                  fmt::format("envelope {}: the insert left it out, but no stored envelope holds its id", i),
+                  "insert_left_out");
     }
     if (policy == idempotency_policy::error) {
       if (!inserted.empty()) undo();

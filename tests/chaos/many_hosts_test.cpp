@@ -96,6 +96,28 @@ long count_lines(const std::filesystem::path& dir, const std::string& prefix, ch
   return n;
 }
 
+// The threads of a process that hangs (gdb) and the server's sessions.
+std::string where_it_waits(pid_t pid, database& db) {
+  std::string out = "\n-- its threads --\n";
+  try {
+    out += sh(fmt::format("timeout 60 gdb -batch -p {} -ex 'thread apply all bt' 2>&1 | grep -E '^(#|Thread)'", pid));
+  } catch (const std::exception& e) {
+    out += e.what();
+  }
+  out += "\n-- the server's sessions --\n";
+  try {
+    for (const auto& r : db.exec("SELECT pid, client_addr::text, state, wait_event_type, wait_event, "
+                                 "now() - xact_start, left(query, 120) FROM pg_stat_activity "
+                                 "WHERE backend_type = 'client backend'")) {
+      for (const auto& c : r) out += c.value_or("NULL") + " | ";
+      out += "\n";
+    }
+  } catch (const std::exception& e) {
+    out += e.what();
+  }
+  return out;
+}
+
 TEST(many_hosts_postgres,
      three_hosts_through_a_standby_promotion_and_a_partition_lose_nothing_and_keep_every_order) {
   std::vector<std::unique_ptr<host_namespace>> hosts;
@@ -213,12 +235,16 @@ TEST(many_hosts_postgres,
   hosts[2]->heal();
 
   const auto producers_until = std::chrono::steady_clock::now() + 300s;
+  auto after = database::open(servers.uri("127.0.0.1"));
   for (auto& p : producers) {
     while (p->running() && std::chrono::steady_clock::now() < producers_until)
       std::this_thread::sleep_for(100ms);
-    EXPECT_EQ(p->stop(p->running() ? SIGKILL : 0), 0) << "a producer failed or did not finish: " << p->err();
+    // A producer that hangs is a defect to find: say where it waits, in its
+    // threads and on the server, before it is killed.
+    const std::string where = p->running() ? where_it_waits(p->pid(), after) : "";
+    EXPECT_EQ(p->stop(p->running() ? SIGKILL : 0), 0)
+        << "a producer failed or did not finish: " << p->err() << where;
   }
-  auto after = database::open(servers.uri("127.0.0.1"));
   const auto open_work = [&] {
     return std::stol(*after
                           .exec("SELECT (SELECT count(*) FROM queue_messages WHERE queue_name = 'hosts') + "

@@ -197,6 +197,19 @@ bool stored(spool::database& db, const std::string& id) {
   return !db.exec(sql, {id}).empty();
 }
 
+// max(seq) of the outbox and the last value of its sequence, for a report.
+std::string position_state(spool::database& db) {
+  if (db.kind() != spool::engine::postgres) return "?";
+  try {
+    const auto r = db.exec(
+        "SELECT (SELECT max(seq) FROM outbox_messages)::text || ' ' || "
+        "(SELECT last_value FROM outbox_messages_seq_seq)::text");
+    return r.at(0).at(0).value_or("NULL");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 int write_envelopes(const std::map<std::string, std::string>& o) {
   auto db = spool::database::open(need(o, "--db"));
   spool::outbox::writer_options wo;
@@ -237,8 +250,20 @@ int write_envelopes(const std::map<std::string, std::string>& o) {
               }
               return;
             } catch (const spool::error& e) {
-              if (e.code() != spool::errc::already_exists) throw;
-              std::erase_if(envs, [&](const spool::outbox::envelope& env) { return stored(db, env.id); });
+              if (e.code() != spool::errc::already_exists && e.code() != spool::errc::conflict) throw;
+              const auto before = envs.size();
+              if (e.code() == spool::errc::already_exists) {
+                std::erase_if(envs, [&](const spool::outbox::envelope& env) { return stored(db, env.id); });
+              }
+              // No id of the batch is stored, yet the writer left one out:
+              // say so (with the position sequence, the other unique key)
+              // instead of trying the same batch forever.
+              if (envs.size() == before) {
+                std::string ids;
+                for (const auto& env : envs) ids += " " + env.id;
+                throw std::runtime_error(fmt::format("{} ({}); none of{} is stored; max(seq), its sequence: {}",
+                                                     e.what(), e.reason(), ids, position_state(db)));
+              }
             }
           }
         },

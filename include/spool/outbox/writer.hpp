@@ -87,7 +87,10 @@ class writer {
   // names the index), duplicate_id and idempotency_conflict within the batch.
   // Then one INSERT, all or nothing. Against stored rows: duplicate_id
   // (already_exists); idempotency_conflict (duplicate) under `error`,
-  // `skipped` under `skip`; after either the transaction stays usable.
+  // `skipped` under `skip`; after either the transaction stays usable. A row
+  // left out although no stored row holds its id or key (a conflict on the
+  // position, e.g. its sequence restarted under stored rows) is
+  // insert_left_out (conflict), never duplicate_id.
   // Other errors: invalid_state (schema_version_mismatch, not_writable,
   // transaction_aborted), invalid_argument (value_outside_bounds),
   // unavailable, in_doubt, database_error.
