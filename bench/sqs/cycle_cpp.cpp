@@ -5,6 +5,7 @@
 // msgs/s (acknowledged messages) and p50/p99 per call.
 //   spool_sqs_cycle_bench --db URI --queue NAME --workers N --seconds S --payload-bytes B
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -20,6 +21,14 @@
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+
+// CPU seconds (user + system) this process has used so far.
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -52,6 +61,7 @@ int main(int argc, char** argv) {
   spool::mq::queue_options qo;
   qo.name = queue_name;
   qo.visibility_timeout = std::chrono::seconds(30);
+  qo.notify = true;  // as spool serve's queues: each send wakes long polls, so the database does the same work
   spool::mq::queue q(db, qo);
 
   std::atomic<long> acked{0};
@@ -60,6 +70,7 @@ int main(int argc, char** argv) {
   const auto ms = [](clock_type::time_point a) {
     return std::chrono::duration<double, std::milli>(clock_type::now() - a).count();
   };
+  const double cpu_before = cpu_seconds();
   const auto start = clock_type::now();
   const auto end = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
@@ -103,9 +114,10 @@ int main(int argc, char** argv) {
   fmt::print(
       "{{\"client\":\"cpp\",\"workers\":{},\"seconds\":{:.2f},\"payload_bytes\":{},\"messages\":{},"
       "\"msgs_per_s\":{:.0f},\"send_p50_ms\":{:.2f},\"send_p99_ms\":{:.2f},\"receive_p50_ms\":{:.2f},"
-      "\"receive_p99_ms\":{:.2f},\"delete_p50_ms\":{:.2f},\"delete_p99_ms\":{:.2f}}}\n",
+      "\"receive_p99_ms\":{:.2f},\"delete_p50_ms\":{:.2f},\"delete_p99_ms\":{:.2f},\"client_cpu_s\":{:.3f}}}\n",
       workers, elapsed, payload_bytes, acked.load(), static_cast<double>(acked.load()) / elapsed,
       percentile(all.send, 0.5), percentile(all.send, 0.99), percentile(all.receive, 0.5),
-      percentile(all.receive, 0.99), percentile(all.remove, 0.5), percentile(all.remove, 0.99));
+      percentile(all.receive, 0.99), percentile(all.remove, 0.5), percentile(all.remove, 0.99),
+      cpu_seconds() - cpu_before);
   return 0;
 }

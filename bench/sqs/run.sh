@@ -8,7 +8,7 @@
 # SPOOL_PG_DURABLE=1). Measures the CPU of spool serve and of PostgreSQL per
 # message. Prints one JSON line per result; nothing asserts timings.
 #
-#   bench/sqs/run.sh            (WORKERS [1 4 16], SECONDS [8], PAYLOAD_BYTES [200])
+#   bench/sqs/run.sh            (WORKERS [1 4 16], RUN_SECONDS [8], PAYLOAD_BYTES [200])
 #
 # Builds spool and spool_sqs_cycle_bench in build-bench (Release) unless
 # SPOOL_CLI and SPOOL_SQS_CYCLE name them; needs node and the test clients
@@ -16,7 +16,8 @@
 set -Eeuo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 WORKERS=${WORKERS:-1 4 16}
-SECONDS_EACH=${SECONDS:-8}
+# Not SECONDS: bash counts the seconds since the shell started in it.
+SECONDS_EACH=${RUN_SECONDS:-8}
 PAYLOAD_BYTES=${PAYLOAD_BYTES:-200}
 if [[ -z ${SPOOL_CLI:-} || -z ${SPOOL_SQS_CYCLE:-} ]]; then
   cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=Release >/dev/null
