@@ -84,7 +84,6 @@ struct relay::impl {
   // stay in flights, their leases renewed, until then.
   std::vector<std::shared_ptr<flight>> pending_marks;
   bool flushing = false;
-  std::size_t marking = 0;  // rows of the batch being recorded now
   std::shared_ptr<void> subscription;
 
   std::atomic<bool> running{false};

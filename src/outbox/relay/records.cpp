@@ -22,7 +22,6 @@ void relay::impl::flush_marks() {
     if (flushing || pending_marks.empty()) return;
     flushing = true;
     batch.swap(pending_marks);
-    marking = batch.size();
   }
   for (;;) {
     for (std::size_t i = 0; i < batch.size(); i += 1000) {  // the store's limit per call
@@ -35,7 +34,6 @@ void relay::impl::flush_marks() {
       std::lock_guard lock(mu);
       batch.clear();
       batch.swap(pending_marks);
-      marking = batch.size();
       if (batch.empty()) flushing = false;
     }
     cv.notify_all();  // capacity freed
