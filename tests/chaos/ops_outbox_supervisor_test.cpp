@@ -18,6 +18,8 @@
 #include "chaos/supervisor.hpp"
 #include "spool/database.hpp"
 #include "spool/migrate.hpp"
+#include "spool/outbox/writer.hpp"
+#include "spool/tx.hpp"
 #include "support/delivery_log.hpp"
 #include "support/test_db.hpp"
 
@@ -249,6 +251,47 @@ TEST_P(chaos_ops_outbox, sigkilled_writers_and_relays_lose_no_envelope_and_keep_
   EXPECT_EQ(count("SELECT count(*) FROM outbox_messages WHERE state = 'dead'"), 0);
   EXPECT_TRUE(report.ok()) << report.summary();
   EXPECT_EQ(beyond, 0) << "an envelope was delivered more often than it was claimed";
+}
+
+// The actor itself (a defect found by the many-hosts run): a writer whose
+// commit was in doubt retries its batch; when that earlier commit had in fact
+// stored the whole batch, the retry inserts nothing, and the writer must
+// still move past it, logging each id once. It used to advance by what the
+// retry wrote (0) and log the same batch forever.
+TEST_P(chaos_ops_outbox, a_writer_whose_earlier_attempt_stored_its_whole_batch_moves_past_it) {
+  {
+    outbox::writer w(*db_);
+    spool::tx tx(*db_);
+    for (int j = 0; j < 2; ++j) {  // the actor's first batch, as its in-doubt commit left it
+      outbox::envelope e;
+      e.id = "p-000000" + std::to_string(j);
+      e.topic = "chaos";
+      e.payload = "{}";
+      e.ordering_key = "k" + std::to_string(j);
+      (void)w.insert(tx, e);
+    }
+    tx.commit();
+  }
+  const auto log = logs() / "obx-p.log";
+  cli_process actor(env_path("SPOOL_CHAOS_ACTOR"),
+                    {"write", "--db", uri_, "--name", "p", "--keys", "10", "--count", "6", "--batch", "2", "--log",
+                     log.string()},
+                    dir_.path(), "actor");
+  // id → how many times the actor logged it as produced
+  auto logged = [&] {
+    std::map<std::string, int> out;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) ++out[line.substr(2, line.find('\t', 2) - 2)];
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return !actor.running(); }, 1min))
+      << "the actor is still writing after a minute; it logged " << logged().size() << " ids, "
+      << logged()["p-0000000"] << " times p-0000000";
+  EXPECT_EQ(actor.stop(0), 0) << actor.err();
+  std::map<std::string, int> once;
+  for (int j = 0; j < 6; ++j) once["p-000000" + std::to_string(j)] = 1;
+  EXPECT_EQ(logged(), once);
+  EXPECT_EQ(count("SELECT count(*) FROM outbox_messages"), 6);
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, chaos_ops_outbox, ::testing::Values(engine::postgres, engine::sqlite),

@@ -268,7 +268,10 @@ int write_envelopes(const std::map<std::string, std::string>& o) {
           }
         },
         log, lines);
-    i += static_cast<long>(envs.size());
+    // The whole batch is stored now, by this attempt or an earlier one whose
+    // commit was in doubt; envs holds only what this attempt wrote (empty
+    // when an earlier attempt stored it all), so it cannot say how far to go.
+    i += static_cast<long>(lines.size());
   }
   return 0;
 }
