@@ -58,6 +58,7 @@ class postgres_store final : public store {
                              "dequeue",
                              "dequeue_many",
                              "ack",
+                             "ack_many",
                              "fail",
                              "release",
                              "heartbeat",
@@ -179,29 +180,29 @@ class postgres_store final : public store {
 
   std::vector<fence_result> ack_many(const std::vector<fence_request>& acks,
                                      const call_options& call) override {
-    // One round trip and one implicit transaction: every ack statement of
-    // ack.sql in a pipeline, in id order so concurrent batches lock rows in
-    // the same order (no deadlock).
-    std::vector<std::size_t> order(acks.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](std::size_t a, std::size_t b) { return acks[a].id < acks[b].id; });
-    std::vector<pg::detail::connection::statement> statements;
-    statements.reserve(acks.size());
-    for (const std::size_t i : order)
-      statements.push_back({sql_.at("ack"), {acks[i].id, opt_text(acks[i].token)}});
+    // One statement (ack_many.sql) for the batch; the ids are distinct
+    // (queue::ack_batch checks) and every one carries a token.
+    std::vector<std::optional<std::string>> ids, tokens;
+    ids.reserve(acks.size());
+    tokens.reserve(acks.size());
+    std::unordered_map<std::string_view, std::size_t> position;
+    for (std::size_t i = 0; i < acks.size(); ++i) {
+      ids.emplace_back(acks[i].id);
+      tokens.emplace_back(acks[i].token);
+      position.emplace(acks[i].id, i);
+    }
     auto conn = db_.pg_pool().acquire(call);
-    const auto results = conn->pipeline(statements, intent::write, call);
+    const auto rows = conn->query(sql_.at("ack_many"), {text_array(ids), text_array(tokens)}, intent::write, call);
     std::vector<fence_result> out(acks.size());
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const auto rows = pg::detail::rows_of(results.at(k).get());
-      if (rows.empty()) continue;
-      fence_result& f = out[order[k]];
+    for (const auto& r : rows) {
+      const auto it = position.find(r.at(0).value_or(""));
+      if (it == position.end()) continue;
+      fence_result& f = out[it->second];
       f.found = true;
-      f.status = rows[0][0].value_or("");
-      f.lease_token = rows[0][1];
-      f.applied = rows[0][2].has_value();
-      f.new_status = rows[0][2].value_or("");
+      f.status = r[1].value_or("");
+      f.lease_token = r[2];
+      f.applied = r[3].has_value();
+      f.new_status = r[3].value_or("");
     }
     return out;
   }
