@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+
+#include "serve/digests.hpp"
 
 namespace spool::serve {
 
@@ -23,13 +24,7 @@ std::string hex(const unsigned char* p, std::size_t n) {
   return out;
 }
 
-std::string hmac(std::string_view key, std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &len);
-  return {reinterpret_cast<const char*>(out.data()), len};
-}
+std::string hmac(std::string_view key, std::string_view data) { return hmac_sha256(key, data); }
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -188,7 +183,7 @@ namespace sigv4 {
 std::string sha256_hex(std::string_view data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), out.data(), &len, &sha256_digest(), nullptr);
   return hex(out.data(), len);
 }
 

@@ -5,17 +5,19 @@
 #include <algorithm>
 #include <array>
 
+#include "serve/digests.hpp"
+
 namespace spool::serve::sqs {
 
 std::string md5_hex(std::string_view data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_md5(), nullptr);
+  EVP_Digest(data.data(), data.size(), out.data(), &len, &md5_digest(), nullptr);
   static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
+  std::string hex(2 * len, '0');
   for (unsigned int i = 0; i < len; ++i) {
-    hex += digits[out[i] >> 4];
-    hex += digits[out[i] & 0xF];
+    hex[2 * i] = digits[out[i] >> 4];
+    hex[2 * i + 1] = digits[out[i] & 0xF];
   }
   return hex;
 }
