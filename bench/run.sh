@@ -22,10 +22,15 @@
 #   {"engine","capability","workload",…}  a Spool result (W1, W2, W3, W4, backlog);
 #   {"kind":"floor",…}            a pgbench floor result: floor_insert (publish),
 #                                 floor_claim (one-commit: DELETE … SKIP LOCKED)
-#                                 and floor_alo (at-least-once: a visibility-timeout
-#                                 claim UPDATE, then a DELETE by id, two commits);
+#                                 floor_alo (at-least-once: a visibility-timeout
+#                                 claim UPDATE, then a DELETE by id, two commits)
+#                                 and floor_kept (lease and keep: a claim UPDATE
+#                                 taking a lease, then an UPDATE to done; the rows
+#                                 stay, as the op queue's and the outbox's do);
 #   {"kind":"ratio",…}            a Spool result over a floor of the same cycle
-#                                 (drains: one line per floor, floor_alo first);
+#                                 (drains: one line per floor, the same cycle's
+#                                 first: floor_alo for mq, floor_kept for ops and
+#                                 outbox);
 #   {"kind":"backlog_growth",…}   cost per message at the largest backlog over 1k;
 #   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one;
 #   {"kind":"cli_runtime",…}      spool mq work / ops work / relay draining
@@ -187,8 +192,8 @@ psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox
 # ---- the CLI runtimes at work: drain rate with a no-op handler ----
 # A backlog of CLI_BACKLOG rows (written by SQL in the library's row format)
 # drained by `spool mq work --exec true --batch 100` (one command run per
-# claimed batch), `spool ops work --exec true --batch 100` (one run per op:
-# the fork and exec are the cost) and `spool relay --sink file:/dev/null`, at
+# claimed batch), `spool ops work --exec true --batch 100` (likewise, one run
+# per claimed batch of a type) and `spool relay --sink file:/dev/null`, at
 # concurrency 1, 4 and 16; the rate is rows gone over the time until none is
 # left. The ratio lines set each beside the library loop (W3, batch 100).
 CLI_BACKLOG=${CLI_BACKLOG:-20000}
@@ -221,7 +226,11 @@ for conc in 1 4 16; do
       floor(extract(epoch FROM now()))::bigint, 0 FROM generate_series(1, $CLI_BACKLOG) g" -c 'VACUUM ANALYZE queue_messages'
   cli_runtime "mq work" "$conc" "SELECT count(*) FROM queue_messages WHERE queue_name = 'spool_cli'" \
     "$SPOOL_CLI" mq work --db "$URI" --queue spool_cli --exec true --batch 100 --concurrency "$conc"
-  psql_bench -c "INSERT INTO ops_queue (id, type, payload) SELECT 'cli' || g, 'spool_cli', '{}' FROM generate_series(1, $CLI_BACKLOG) g" \
+  # enqueued_at a microsecond apart, as enqueue_batch writes them: the legacy
+  # index orders by (status, priority, enqueued_at) only, so ops that all share
+  # one enqueued_at are sorted as a whole by every claim (20,000 ties: 30 ms).
+  psql_bench -c "INSERT INTO ops_queue (id, type, payload, enqueued_at)
+    SELECT 'cli' || g, 'spool_cli', '{}', now() + g * interval '1 microsecond' FROM generate_series(1, $CLI_BACKLOG) g" \
     -c 'VACUUM ANALYZE ops_queue'
   cli_runtime "ops work" "$conc" "SELECT count(*) FROM ops_queue WHERE type = 'spool_cli' AND status IN ('pending', 'running')" \
     "$SPOOL_CLI" ops work --db "$URI" --type spool_cli --exec true --batch 100 --concurrency "$conc"
@@ -256,6 +265,17 @@ cat >"$WORK/floor_alo.sql" <<'EOF'
 WITH claimed AS (UPDATE floor_alo SET vt = now() + interval '30 seconds', reads = reads + 1 WHERE id IN (SELECT id FROM floor_alo WHERE vt <= now() ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id, payload) SELECT array_agg(id) AS ids FROM claimed \gset
 DELETE FROM floor_alo WHERE id = ANY(:ids::bigint[]);
 EOF
+# The lease-and-keep floor: the minimal job queue that keeps its finished rows
+# (the op queue's and the outbox's cycle, written by us). A claim UPDATE that
+# takes a lease and counts the attempt, walking a partial index of pending
+# ids, committed; then an UPDATE of the claimed ids to done, committed.
+psql_bench -c "CREATE TABLE floor_kept (id bigserial PRIMARY KEY, state text NOT NULL DEFAULT 'pending',
+  attempts integer NOT NULL DEFAULT 0, leased_until timestamptz, finished_at timestamptz, payload text NOT NULL)" \
+  -c "CREATE INDEX ON floor_kept (id) WHERE state = 'pending'"
+cat >"$WORK/floor_kept.sql" <<'EOF'
+WITH claimed AS (UPDATE floor_kept SET state = 'running', attempts = attempts + 1, leased_until = now() + interval '30 seconds' WHERE id IN (SELECT id FROM floor_kept WHERE state = 'pending' ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id, payload) SELECT array_agg(id) AS ids FROM claimed \gset
+UPDATE floor_kept SET state = 'done', finished_at = now(), leased_until = NULL WHERE id = ANY(:ids::bigint[]) AND state = 'running';
+EOF
 
 # The held session of the held-snapshot floor: psql reading a FIFO, inside a
 # REPEATABLE READ transaction whose snapshot its SELECT took.
@@ -285,13 +305,13 @@ release_snapshot() {
 # pgbench (floor_claim from a preloaded backlog of BACKLOG), one JSON line.
 floor() {
   local workload=$1 batch=$2 clients=$3 messages=$4 held=${5:-} tps rate
-  psql_bench -c 'TRUNCATE floor_q, floor_alo'
+  psql_bench -c 'TRUNCATE floor_q, floor_alo, floor_kept'
   if [[ $workload == floor_claim ]]; then
     psql_bench -c "INSERT INTO floor_q (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $BACKLOG)" \
       -c 'ANALYZE floor_q'
-  elif [[ $workload == floor_alo ]]; then
-    psql_bench -c "INSERT INTO floor_alo (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $BACKLOG)" \
-      -c 'ANALYZE floor_alo'
+  elif [[ $workload == floor_alo || $workload == floor_kept ]]; then
+    psql_bench -c "INSERT INTO $workload (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $BACKLOG)" \
+      -c "ANALYZE $workload"
   fi
   [[ -n $held ]] && hold_snapshot
   local per_client=$((messages / (batch * clients)))
@@ -314,12 +334,12 @@ floor() {
 floor floor_insert 1 1 "$FLOOR_INSERT1_MESSAGES"
 floor floor_insert 100 1 "$FLOOR_INSERT100_MESSAGES"
 for clients in 1 4 16; do
-  for w in floor_alo floor_claim; do
+  for w in floor_alo floor_kept floor_claim; do
     floor "$w" 1 "$clients" "$FLOOR_CLAIM1_MESSAGES"
     floor "$w" 100 "$clients" "$BACKLOG"
   done
 done
-for w in floor_alo floor_claim; do
+for w in floor_alo floor_kept floor_claim; do
   floor "$w" 1 4 "$FLOOR_CLAIM1_MESSAGES" held
   floor "$w" 100 4 "$BACKLOG" held
 done
@@ -327,16 +347,20 @@ done
 # ---- ratios ----
 jq -c -s '
   (map(select(.kind == "floor"))) as $floors
-  | def floor_of($k): ($floors | map(select(.workload == $k.w and .batch == $k.b and .clients == $k.c
+  # The drain floors, the same cycle first: claim and delete for
+  # the message queue, lease and keep for the op queue and the outbox.
+  | def cycle_floors($cap): (if $cap == "mq" then ["floor_alo", "floor_kept"] else ["floor_kept", "floor_alo"] end)
+                            + ["floor_claim"];
+  def floor_of($k): ($floors | map(select(.workload == $k.w and .batch == $k.b and .clients == $k.c
                                             and .held_snapshot == $k.h)) | first);
   map(select(.kind == null and .engine == "postgres")) as $spool
   | ($spool[]
      | . as $l
      | (if .workload == "W1" then [{w: "floor_insert", b: 1, c: 1, h: false}]
         elif .workload == "W2" then [{w: "floor_insert", b: 100, c: 1, h: false}]
-        elif .workload == "W3" then [{w: "floor_alo", b: .consumer_batch, c: .workers, h: .held_snapshot},
-                                     {w: "floor_claim", b: .consumer_batch, c: .workers, h: .held_snapshot}]
-        elif .workload == "backlog" then [{w: "floor_alo", b: 1, c: 1, h: false}, {w: "floor_claim", b: 1, c: 1, h: false}]
+        elif .workload == "W3" then
+          [cycle_floors(.capability)[] | {w: ., b: $l.consumer_batch, c: $l.workers, h: $l.held_snapshot}]
+        elif .workload == "backlog" then [cycle_floors(.capability)[] | {w: ., b: 1, c: 1, h: false}]
         else [] end)[] as $k
      | floor_of($k) as $f
      | select($f != null)

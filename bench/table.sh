@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # bench/table.sh RESULTS.jsonl — the Markdown tables of docs/BENCHMARKS.md from
 # the JSON lines of bench/run.sh (needs jq): every Spool result with its floors
-# and ratios (PostgreSQL: the at-least-once floor first, then the one-commit
-# or insert floor), then the runtimes beside the library loop, the backlog
+# and ratios (PostgreSQL: the floor of the same cycle first — at-least-once
+# for mq, lease-and-keep for ops and outbox — then the one-commit or insert
+# floor), then the runtimes beside the library loop, the backlog
 # growth and held-snapshot lines.
 set -Eeuo pipefail
 IN=${1:?usage: bench/table.sh RESULTS.jsonl}
 
-echo "| engine | sync | capability | workload | backlog | producer batch | consumer batch | workers | held snapshot | messages | msgs/s | µs/msg | p50 / p95 / p99 ms | at-least-once floor | ratio | one-commit / insert floor | ratio |"
+echo "| engine | sync | capability | workload | backlog | producer batch | consumer batch | workers | held snapshot | messages | msgs/s | µs/msg | p50 / p95 / p99 ms | same-cycle floor | ratio | one-commit / insert floor | ratio |"
 echo "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|"
 jq -r -s '
   (map(select(.kind == "ratio"))) as $ratios
@@ -18,8 +19,8 @@ jq -r -s '
                           and .backlog == $l.backlog and (.consumer_batch // 0) == ($l.consumer_batch // 0)
                           and .workers == $l.workers and .held_snapshot == $l.held_snapshot
                           and (.groups // 0) == ($l.groups // 0)))) as $rs
-  | ($rs | map(select(.floor == "floor_alo")) | first) as $a
-  | ($rs | map(select(.floor != "floor_alo")) | first) as $r
+  | ($rs | map(select(.floor == "floor_alo" or .floor == "floor_kept")) | first) as $a
+  | ($rs | map(select(.floor == "floor_claim" or .floor == "floor_insert")) | first) as $r
   | [ .engine, .synchronous_commit, .capability,
       .workload + (if (.groups // 0) > 0 then " (\(.groups) groups)" else "" end), (.backlog // "" | tostring), (if .producer_batch > 0 then .producer_batch else "" end | tostring),
       (if .consumer_batch > 0 then .consumer_batch else "" end | tostring), (.workers | tostring),
