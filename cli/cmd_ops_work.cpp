@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "common.hpp"
@@ -64,17 +65,33 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
   set_duration(a.retry_base, "--retry-base", po.retry_base);
   const auto grace = po.cancel_grace;
   spool::ops::worker_pool pool(q, po);
+  // exit 0: done; 65 (EX_DATAERR): failed for good; anything else: retried.
+  const auto outcome = [](const command_result& r) {
+    if (r.exit_code == 0) return;
+    const std::string why = r.stderr_tail.empty() ? fmt::format("exit {}", r.exit_code) : r.stderr_tail;
+    if (r.exit_code == 65) throw spool::ops::permanent_error(why);
+    throw std::runtime_error(why);
+  };
   for (const auto& type : a.types) {
-    pool.add_handler(type, [&a, grace](const spool::ops::op& o, spool::ops::handler_context& hc) {
+    if (a.batch > 1) {
+      // One CMD run per claimed batch of the type, one op per stdin line;
+      // its exit is every op's outcome.
+      pool.add_batch_handler(type, [&a, grace, outcome, type](std::span<const spool::ops::op> ops,
+                                                              spool::ops::handler_context& hc) {
+        std::string input;
+        for (const auto& o : ops) input += spool::ops::to_json(o).dump() + "\n";
+        outcome(run_command(a.exec, input,
+                            {{"SPOOL_OP_TYPE", type}, {"SPOOL_OP_COUNT", std::to_string(ops.size())}},
+                            hc.stop_token(), grace));
+      });
+      continue;
+    }
+    pool.add_handler(type, [&a, grace, outcome](const spool::ops::op& o, spool::ops::handler_context& hc) {
       const std::vector<std::pair<std::string, std::string>> env = {
           {"SPOOL_OP_ID", o.id},
           {"SPOOL_OP_TYPE", o.type},
           {"SPOOL_OP_ATTEMPTS", std::to_string(o.attempts)}};
-      const auto r = run_command(a.exec, spool::ops::to_json(o).dump() + "\n", env, hc.stop_token(), grace);
-      if (r.exit_code == 0) return;
-      const std::string why = r.stderr_tail.empty() ? fmt::format("exit {}", r.exit_code) : r.stderr_tail;
-      if (r.exit_code == 65) throw spool::ops::permanent_error(why);
-      throw std::runtime_error(why);
+      outcome(run_command(a.exec, spool::ops::to_json(o).dump() + "\n", env, hc.stop_token(), grace));
     });
   }
   // Operability: the --metrics-addr endpoint and the progress line (both stop before the summary).
@@ -164,8 +181,9 @@ void add_ops_work_command(CLI::App& ops, cli_context& ctx) {
   work->add_option("--type", a->types, "Op type to run (repeatable; only these are claimed)")->required();
   work->add_option("--exec", a->exec, "Shell command run for each op (via /bin/sh -c)")->required();
   work->add_option("--batch", a->batch,
-                   "Ops each worker claims at once (dequeue_batch); CMD still runs once per op, and the "
-                   "successes are acked together after the batch")
+                   "Ops each worker claims at once (dequeue_batch); above 1, CMD runs once per claimed "
+                   "batch of a type, with one op per stdin line (SPOOL_OP_COUNT, SPOOL_OP_TYPE), and its "
+                   "exit is every op's outcome")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000}))
       ->capture_default_str();
   work->add_option("--concurrency", a->concurrency, "Ops handled at once")

@@ -37,7 +37,8 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
   std::size_t len = 0;
   if (!ctx ||
-      EVP_MAC_init(ctx.get(), reinterpret_cast<const unsigned char*>(key.data()), key.size(), params.data()) != 1 ||
+      EVP_MAC_init(ctx.get(), reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                   params.data()) != 1 ||
       EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1 ||
       EVP_MAC_final(ctx.get(), out.data(), &len, out.size()) != 1) {
     throw std::runtime_error("OpenSSL failed an HMAC-SHA256");

@@ -50,7 +50,21 @@ void worker_pool::add_handler(const std::string& type, op_handler handler, handl
   }
   const retry_policy policy = options.retry.value_or(impl_->default_retry);
   impl::check_policy(policy);
-  impl_->handlers[type] = registration{std::move(handler), policy};
+  impl_->handlers[type] = registration{std::move(handler), {}, policy};
+}
+
+void worker_pool::add_batch_handler(const std::string& type, batch_op_handler handler,
+                                    handler_options options) {
+  if (type.empty()) throw error(errc::invalid_argument, "worker_pool handler type must not be empty");
+  if (!handler)
+    throw error(errc::invalid_argument, fmt::format("worker_pool batch handler for type {} is empty", type));
+  std::lock_guard lock(impl_->lifecycle);
+  if (impl_->started || impl_->stopped) {
+    throw error(errc::invalid_state, fmt::format("worker_pool add_batch_handler({}) after start", type));
+  }
+  const retry_policy policy = options.retry.value_or(impl_->default_retry);
+  impl::check_policy(policy);
+  impl_->handlers[type] = registration{{}, std::move(handler), policy};
 }
 
 void worker_pool::start() { impl_->start(); }

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "cli_runner.hpp"
@@ -55,9 +57,10 @@ TEST_P(ops_work, each_op_is_fed_to_the_command_and_its_exit_code_decides_the_out
   const auto retry = enqueue("t", {{"n", 3}});
   const auto other = enqueue("unregistered");
   const auto log = dir_.path() / "handled.log";
-  const std::string script = "read -r op; echo \"$op\" >> " + log.string() +
-                             "; case \"$op\" in *'\"n\":65'*) echo 'bad input' >&2; exit 65;; *'\"n\":3'*) echo "
-                             "'try again' >&2; exit 3;; esac";
+  const std::string script =
+      "read -r op; echo \"$op\" >> " + log.string() +
+      "; case \"$op\" in *'\"n\":65'*) echo 'bad input' >&2; exit 65;; *'\"n\":3'*) echo "
+      "'try again' >&2; exit 3;; esac";
   cli_process worker({"ops", "work", "--type", "t", "--concurrency", "2", "--poll-interval", "50ms", "--json",
                       "--db", uri_, "--exec", script},
                      dir_.path());
@@ -96,6 +99,46 @@ TEST_P(ops_work, a_graceful_stop_terminates_a_running_command_and_releases_its_o
   EXPECT_EQ(o.last_error.rfind("interrupted by shutdown: ", 0), 0u) << o.last_error;
 }
 
+TEST_P(ops_work, with_batch_the_command_runs_once_per_claimed_batch_and_its_exit_is_every_ops_outcome) {
+  std::vector<std::string> good, bad;
+  for (int i = 0; i < 6; ++i) good.push_back(enqueue("good", {{"n", i}}));
+  for (int i = 0; i < 3; ++i) bad.push_back(enqueue("bad", {{"n", i}}));
+  const auto lines = dir_.path() / "lines.log";
+  const auto runs = dir_.path() / "runs.log";
+  // Appends the ops it got, one per line, and one line per run: "TYPE COUNT".
+  const std::string script = "cat >> " + lines.string() + "; echo \"$SPOOL_OP_TYPE $SPOOL_OP_COUNT\" >> " +
+                             runs.string() +
+                             "; [ \"$SPOOL_OP_TYPE\" = good ] || { echo 'rejected' >&2; exit 65; }";
+  cli_process worker({"ops", "work", "--type", "good", "--type", "bad", "--batch", "10", "--concurrency", "1",
+                      "--poll-interval", "50ms", "--db", uri_, "--exec", script},
+                     dir_.path());
+  EXPECT_TRUE(wait_for([&] {
+    for (const auto& id : good)
+      if (q_->get(id).status != spool::ops::op_status::done) return false;
+    for (const auto& id : bad)
+      if (q_->get(id).status != spool::ops::op_status::failed) return false;
+    return true;
+  })) << worker.err();
+  EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
+  for (const auto& id : bad) EXPECT_EQ(q_->get(id).last_error, "rejected") << id;
+  // Nine ops, each on its own stdin line; far fewer runs than ops, each of one type.
+  const auto fed = read_file(lines);
+  EXPECT_EQ(std::count(fed.begin(), fed.end(), '\n'), 9) << fed;
+  for (const auto& id : good) EXPECT_NE(fed.find("\"id\":\"" + id + "\""), std::string::npos) << id;
+  const auto ran = read_file(runs);
+  long ops_in_runs = 0, run_count = 0;
+  std::istringstream in(ran);
+  for (std::string type; in >> type;) {
+    long n = 0;
+    in >> n;
+    ops_in_runs += n;
+    ++run_count;
+    EXPECT_TRUE(type == "good" || type == "bad") << ran;
+  }
+  EXPECT_EQ(ops_in_runs, 9) << ran;
+  EXPECT_LT(run_count, 9) << "the command ran once per op: " << ran;
+}
+
 INSTANTIATE_TEST_SUITE_P(engines, ops_work, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "postgres" : "sqlite"; });
 
@@ -113,8 +156,8 @@ TEST(ops_work_postgres, with_notify_an_idle_worker_is_woken_by_each_enqueue_long
   auto db = spool::database::open(uri);
   (void)spool::migrate(db);
   spool::ops::queue q(db);
-  cli_process worker({"ops", "work", "--type", "t", "--poll-interval", "10m", "--notify", "--json", "--db", uri,
-                      "--exec", "cat > /dev/null"},
+  cli_process worker({"ops", "work", "--type", "t", "--poll-interval", "10m", "--notify", "--json", "--db",
+                      uri, "--exec", "cat > /dev/null"},
                      dir.path());
   for (int i = 0; i < 3; ++i) {
     std::this_thread::sleep_for(500ms);  // the worker settles into its ten-minute idle wait

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -67,6 +68,10 @@ class handler_context {
 
 // The op (with its lease token) and the context. Return normally: ack.
 using op_handler = std::function<void(const op&, handler_context&)>;
+
+// The ops of one claim that share a type, in claim order, and one context for
+// them all. Return normally: ack them all (together, one ack_batch).
+using batch_op_handler = std::function<void(std::span<const op>, handler_context&)>;
 
 // The retry curve of §7.3: delay after the claim numbered n =
 // min(cap, base · multiplier^(n−1)) × uniform[1 − jitter, 1 + jitter], capped.
@@ -171,6 +176,17 @@ class worker_pool {
   // Registers (or replaces) the handler of type. Errors: invalid_argument
   // (empty type, empty handler), invalid_state (after start).
   void add_handler(const std::string& type, op_handler handler, handler_options options = {});
+
+  // Registers (or replaces) a handler that takes the ops of type a claim
+  // brought (worker_pool_options::batch of them at most) in one call, so
+  // that a handler with a fixed cost per call (a process started, a request
+  // sent) pays it once per claim. The call's outcome is every op's: return
+  // acks them together; permanent_error fails them all; retry_later or any
+  // other exception retries each by its own attempts and the type's policy.
+  // The context stops on shutdown or when any op of the call loses its lease;
+  // an op whose lease was lost gets no outcome (as with add_handler). Errors:
+  // as add_handler.
+  void add_batch_handler(const std::string& type, batch_op_handler handler, handler_options options = {});
 
   // Starts the workers, the heartbeater and (unless off) the rescuer. Errors:
   // invalid_state (no handler registered; already started or stopped).

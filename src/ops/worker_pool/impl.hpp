@@ -41,9 +41,18 @@ struct flight {
   bool outcome_done = false;  // under outcome_mutex
 };
 
+// One of handler and batch is set.
 struct registration {
   op_handler handler;
+  batch_op_handler batch;
   retry_policy retry;
+};
+
+// What a handler call came to (worker_pool/handlers.cpp).
+struct handler_outcome {
+  enum class result { ok, permanent, later, error } r = result::ok;
+  std::string why;
+  std::optional<retry_later> later;
 };
 
 // Throws invalid_argument with message unless ok.
@@ -94,6 +103,14 @@ struct worker_pool::impl {
   // Runs the handler and records its outcome; with ack_later a success is
   // not recorded but returned (true) for the caller's ack_batch.
   bool run(flight& f, bool ack_later);
+  // Runs a batch handler once for group (ops of one type) and records each
+  // op's outcome; returns the ones to ack together.
+  std::vector<std::shared_ptr<flight>> run_batch(const std::vector<std::shared_ptr<flight>>& group,
+                                                 const registration& reg);
+  // Calls a handler, catching its outcome, and observes its latency for type.
+  handler_outcome invoke(const std::string& type, const std::function<void()>& call);
+  // Records f's share of an outcome; true: a success left to the caller's ack_batch.
+  bool settle(flight& f, const handler_outcome& out, const registration& reg, bool ack_later);
 
   // ---- recording outcomes (worker_pool/outcomes.cpp) ----
   static std::string_view token(const op& o) { return o.lease_token ? std::string_view(*o.lease_token) : ""; }
