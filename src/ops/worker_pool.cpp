@@ -40,31 +40,32 @@ worker_pool::~worker_pool() {
   impl_->workers.join();  // handlers still running after stop() are waited for here
 }
 
-void worker_pool::add_handler(const std::string& type, op_handler handler, handler_options options) {
+// Registers r for type (add_handler, add_batch_handler): what is the call's
+// name in its errors; empty says whether r holds no handler.
+void worker_pool::impl::register_handler(const std::string& type, registration r, bool empty,
+                                         const char* what, const handler_options& options) {
   if (type.empty()) throw error(errc::invalid_argument, "worker_pool handler type must not be empty");
-  if (!handler)
-    throw error(errc::invalid_argument, fmt::format("worker_pool handler for type {} is empty", type));
-  std::lock_guard lock(impl_->lifecycle);
-  if (impl_->started || impl_->stopped) {
-    throw error(errc::invalid_state, fmt::format("worker_pool add_handler({}) after start", type));
-  }
-  const retry_policy policy = options.retry.value_or(impl_->default_retry);
-  impl::check_policy(policy);
-  impl_->handlers[type] = registration{std::move(handler), {}, policy};
+  if (empty)
+    throw error(errc::invalid_argument,
+                fmt::format("worker_pool {}: the handler for type {} is empty", what, type));
+  std::lock_guard lock(lifecycle);
+  if (started || stopped)
+    throw error(errc::invalid_state, fmt::format("worker_pool {}({}) after start", what, type));
+  r.retry = options.retry.value_or(default_retry);
+  check_policy(r.retry);
+  handlers[type] = std::move(r);
+}
+
+void worker_pool::add_handler(const std::string& type, op_handler handler, handler_options options) {
+  const bool empty = !handler;
+  impl_->register_handler(type, registration{std::move(handler), {}, {}}, empty, "add_handler", options);
 }
 
 void worker_pool::add_batch_handler(const std::string& type, batch_op_handler handler,
                                     handler_options options) {
-  if (type.empty()) throw error(errc::invalid_argument, "worker_pool handler type must not be empty");
-  if (!handler)
-    throw error(errc::invalid_argument, fmt::format("worker_pool batch handler for type {} is empty", type));
-  std::lock_guard lock(impl_->lifecycle);
-  if (impl_->started || impl_->stopped) {
-    throw error(errc::invalid_state, fmt::format("worker_pool add_batch_handler({}) after start", type));
-  }
-  const retry_policy policy = options.retry.value_or(impl_->default_retry);
-  impl::check_policy(policy);
-  impl_->handlers[type] = registration{{}, std::move(handler), policy};
+  const bool empty = !handler;
+  impl_->register_handler(type, registration{{}, std::move(handler), {}}, empty, "add_batch_handler",
+                          options);
 }
 
 void worker_pool::start() { impl_->start(); }

@@ -62,6 +62,10 @@ struct worker_pool::impl {
   // Validates the options (invalid_argument) and fills the owner (worker_pool/config.cpp).
   impl(queue& q, worker_pool_options o);
   static void check_policy(const retry_policy& p);
+  // add_handler and add_batch_handler: invalid_argument (empty type or
+  // handler, bad policy), invalid_state (after start).
+  void register_handler(const std::string& type, registration r, bool empty, const char* what,
+                        const handler_options& options);
 
   // ---- metrics (worker_pool/lifecycle.cpp) ----
   void count(const std::string& type, std::uint64_t type_metrics::*field, std::uint64_t n = 1);
