@@ -62,7 +62,10 @@ struct relay_options {
   // calls than leases suits a fast sink: claims of claim_batch rows queue for
   // the workers, and their deliveries are recorded together. A graceful stop
   // releases the queued rows one transaction each, so keep the queue (about
-  // max_in_flight − sink_concurrency) to a few claims.
+  // max_in_flight − sink_concurrency) to a few claims. Where several whole
+  // claims fit in max_in_flight, the relay runs up to min(4, sink calls,
+  // max_in_flight ÷ claim_batch) claim rounds at once, and as many batched
+  // delivery records, each on a connection of its own.
   std::size_t sink_concurrency = 0;
   std::size_t claim_batch = 0;  // 0: min(max_in_flight, store max_claim_batch); 1..store max_claim_batch
   std::chrono::milliseconds lease_duration{30000};  // ≤ store max_lease_duration

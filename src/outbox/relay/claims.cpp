@@ -1,12 +1,11 @@
 // The claim loop (outbox.md §7 rules 1, 5, 8): claims as capacity and the
 // breaker allow, waits for a notification or the poll interval when idle.
-#include "outbox/relay/impl.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "common/log.hpp"
+#include "outbox/relay/impl.hpp"
 #include "runtime/db_backoff.hpp"
 #include "spool/error.hpp"
 
@@ -19,21 +18,42 @@ using namespace std::chrono_literals;
 // One claim round; returns {asked, got}.
 std::pair<std::size_t, std::size_t> relay::impl::claim_round() {
   std::size_t asked = 0;
-  bool probe = false;
+  std::uint64_t probe = 0;  // this round's probe number, when half-open
   {
     std::lock_guard lock(mu);
     asked = claim_allowance_locked(free_capacity_locked());
-    probe = m.breaker == breaker_state::half_open;
     if (asked == 0) return {0, 0};
+    if (m.breaker == breaker_state::half_open) probe = ++probes;
     ++m.claims;
+    // Held for this round until its rows are flights, so that another
+    // claimer neither exceeds max_in_flight nor asks for a second probe.
+    reserved += asked;
+    if (probe != 0) probe_out = true;
   }
+  const auto unreserve = [&](bool probe_unanswered) {
+    std::lock_guard lock(mu);
+    reserved -= asked;
+    if (probe != 0 && probe_unanswered && probe == probes) probe_out = false;
+  };
   const auto started = steady::now();
-  std::vector<claimed_message> got =
-      st.claim(owner, asked, o.lease_duration, o.mode, call_options{started + o.transition_timeout, {}});
+  std::vector<claimed_message> got;
+  try {
+    got = st.claim(owner, asked, o.lease_duration, o.mode, call_options{started + o.transition_timeout, {}});
+  } catch (...) {
+    unreserve(true);
+    cv.notify_all();
+    throw;
+  }
   store_ok();
+  if (got.empty()) {
+    unreserve(true);
+    cv.notify_all();
+    return {asked, 0};
+  }
   if (got.size() > asked) {
     log().error("outbox relay {}: claim_batch_overflow: asked for {} rows, got {}; releasing all", owner,
                 asked, got.size());
+    unreserve(true);
     for (auto& cm : got) {
       auto f = make_flight(std::move(cm), started);
       f->ph = transition;
@@ -43,12 +63,10 @@ std::pair<std::size_t, std::size_t> relay::impl::claim_round() {
   }
   {
     std::lock_guard lock(mu);
+    reserved -= asked;
     for (auto& cm : got) {
       auto f = make_flight(std::move(cm), started);
-      if (probe) {
-        f->probe = true;
-        probe_out = true;
-      }
+      f->probe = probe;  // probe_out stays set until its outcome
       flights[f->m.message.id] = f;
       tasks.push_back(std::move(f));
       ++m.claimed;

@@ -1,14 +1,13 @@
 // The relay's options, checked and defaulted once, when it is built (outbox.md §7).
-#include "outbox/relay/impl.hpp"
-
 #include <fmt/format.h>
-
 #include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
 #include "common/log.hpp"
 #include "common/uuid.hpp"
+#include "outbox/relay/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox {
@@ -36,7 +35,8 @@ relay::impl::impl(store& s, std::shared_ptr<sink> k, relay_options opts)
   const auto& so = st.options();
   if (o.owner) {
     if (o.owner->empty()) throw error(errc::invalid_argument, "relay: owner is empty", "owner_required");
-    if (o.owner->size() > 255) detail::invalid_relay_config(fmt::format("owner is {} bytes, over 255", o.owner->size()));
+    if (o.owner->size() > 255)
+      detail::invalid_relay_config(fmt::format("owner is {} bytes, over 255", o.owner->size()));
     owner = *o.owner;
   } else {
     owner = default_owner();
@@ -46,14 +46,20 @@ relay::impl::impl(store& s, std::shared_ptr<sink> k, relay_options opts)
   }
   threads = o.sink_concurrency == 0 ? o.max_in_flight : o.sink_concurrency;
   if (threads > 256 || threads > o.max_in_flight) {
-    detail::invalid_relay_config(fmt::format("sink_concurrency = {} is outside 1..{} (at most 256 and max_in_flight {})",
-                               threads, std::min<std::size_t>(256, o.max_in_flight), o.max_in_flight));
+    detail::invalid_relay_config(
+        fmt::format("sink_concurrency = {} is outside 1..{} (at most 256 and max_in_flight {})", threads,
+                    std::min<std::size_t>(256, o.max_in_flight), o.max_in_flight));
   }
   claim_batch = o.claim_batch == 0 ? std::min(o.max_in_flight, so.max_claim_batch) : o.claim_batch;
   if (claim_batch > so.max_claim_batch) {
-    detail::invalid_relay_config(fmt::format("claim_batch = {} is outside 1..{} (the store's max_claim_batch)",
-                               claim_batch, so.max_claim_batch));
+    detail::invalid_relay_config(fmt::format(
+        "claim_batch = {} is outside 1..{} (the store's max_claim_batch)", claim_batch, so.max_claim_batch));
   }
+  // As many claim rounds as whole claims fit beside each other in the
+  // leases, never more than the sink calls or four: on one engine
+  // connection per round, more only contend for the same index pages.
+  claimers =
+      std::clamp<std::size_t>(std::min({o.max_in_flight / claim_batch, threads, std::size_t{4}}), 1, 4);
   if (o.lease_duration <= 0ms || o.lease_duration > so.max_lease_duration) {
     detail::invalid_relay_config(
         fmt::format("lease_duration = {} ms is outside (0, {} ms] (the store's max_lease_duration)",
@@ -62,17 +68,19 @@ relay::impl::impl(store& s, std::shared_ptr<sink> k, relay_options opts)
   }
   renew = o.renew_interval == 0ms ? o.lease_duration / 3 : o.renew_interval;
   if (renew <= 0ms || renew > o.lease_duration / 2) {
-    detail::invalid_relay_config(fmt::format("renew_interval = {} ms is outside (0, lease_duration / 2 = {} ms]",
-                               renew.count(), (o.lease_duration / 2).count()));
+    detail::invalid_relay_config(
+        fmt::format("renew_interval = {} ms is outside (0, lease_duration / 2 = {} ms]", renew.count(),
+                    (o.lease_duration / 2).count()));
   }
   if (o.mode != serialization::none && o.mode != serialization::by_ordering_key &&
       o.mode != serialization::by_topic) {
-    detail::invalid_relay_config(fmt::format("serialization = {} is not none, by_ordering_key or by_topic",
-                               static_cast<int>(o.mode)));
+    detail::invalid_relay_config(
+        fmt::format("serialization = {} is not none, by_ordering_key or by_topic", static_cast<int>(o.mode)));
   }
   if (o.poll_interval == 0ms) o.poll_interval = o.notify ? 30s : 1s;
   if (o.poll_interval < 10ms || o.poll_interval > 10min) {
-    detail::invalid_relay_config(fmt::format("poll_interval = {} ms is outside 10 ms..10 min", o.poll_interval.count()));
+    detail::invalid_relay_config(
+        fmt::format("poll_interval = {} ms is outside 10 ms..10 min", o.poll_interval.count()));
   }
   if (o.max_attempts < 1 || o.max_attempts > 10000) {
     detail::invalid_relay_config(fmt::format("max_attempts = {} is outside 1..10000", o.max_attempts));
@@ -100,13 +108,14 @@ relay::impl::impl(store& s, std::shared_ptr<sink> k, relay_options opts)
         fmt::format("transition_timeout = {} ms is outside 1..60 s", o.transition_timeout.count()));
   }
   if (o.shutdown_grace < 0ms || o.shutdown_grace > 10min) {
-    detail::invalid_relay_config(fmt::format("shutdown_grace = {} ms is outside 0..10 min", o.shutdown_grace.count()));
+    detail::invalid_relay_config(
+        fmt::format("shutdown_grace = {} ms is outside 0..10 min", o.shutdown_grace.count()));
   }
   if (o.on_metrics && o.metrics_interval <= 0ms) {
-    detail::invalid_relay_config(fmt::format("metrics_interval = {} ms must be positive", o.metrics_interval.count()));
+    detail::invalid_relay_config(
+        fmt::format("metrics_interval = {} ms must be positive", o.metrics_interval.count()));
   }
   breaker_period = o.breaker.open_period;
 }
-
 
 }  // namespace spool::outbox

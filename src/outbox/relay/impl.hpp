@@ -44,7 +44,7 @@ struct flight {
   std::atomic<bool> lost{false};
   std::atomic<int> ph{publishing};
   std::atomic<steady::rep> deadline{0};  // local estimate of leased_until
-  bool probe = false;                    // the breaker's half-open probe
+  std::uint64_t probe = 0;               // the half-open probe's number (relay::impl::probes), or 0
   bool deferred = false;                 // delivered; its mark waits in pending_marks
 };
 
@@ -59,6 +59,11 @@ struct relay::impl {
   std::string owner;
   std::size_t claim_batch = 0;
   std::size_t threads = 0;  // workers: sink calls at once
+  // Claim rounds at once, and delivery records at once (config.cpp): one
+  // claimer and one recorder leave a fast sink's workers waiting on two
+  // database round trips in series, while the library's own loop runs one
+  // claim and one record per worker; several keep the database busy.
+  std::size_t claimers = 1;
   std::chrono::milliseconds renew{0};
 
   // Everything below is guarded by mu.
@@ -73,8 +78,13 @@ struct relay::impl {
   std::uint32_t consecutive_transient = 0;
   steady::time_point open_until{};
   std::chrono::milliseconds breaker_period{0};
-  bool probe_out = false;
-  bool woken = false;  // a change notification arrived since the last claim
+  bool probe_out = false;  // the half-open probe is asked for or held
+  // Probes asked for so far: a probe's end clears probe_out only if no
+  // later probe was asked meanwhile (its breaker outcome may reopen the
+  // breaker and a next probe go out before its flight is finished).
+  std::uint64_t probes = 0;
+  std::size_t reserved = 0;  // rows asked for by claim rounds in progress
+  bool woken = false;        // a change notification arrived since the last claim
   // An ordered envelope's delivery was recorded since the last claim: its
   // key's next envelope may be claimable now, so the loop need not wait for
   // the poll (nobody notifies about it).
@@ -83,7 +93,7 @@ struct relay::impl {
   // mark_delivered_batch, one transaction) by whichever worker flushes; they
   // stay in flights, their leases renewed, until then.
   std::vector<std::shared_ptr<flight>> pending_marks;
-  bool flushing = false;
+  std::size_t flushing = 0;  // record rounds in progress, at most `claimers`
   std::shared_ptr<void> subscription;
 
   std::atomic<bool> running{false};
@@ -148,8 +158,9 @@ struct relay::impl {
   void finish_flight(const std::shared_ptr<flight>& f);
 
   // ---- delivery records in batches (relay/records.cpp) ----
-  // Records every pending delivered row with mark_delivered_batch, one
-  // worker at a time; rows deferred meanwhile go in the next round.
+  // Records every pending delivered row with mark_delivered_batch, up to
+  // `claimers` workers at a time; rows deferred meanwhile go in the next
+  // round.
   void flush_marks();
   // One batch of delivered rows recorded: by the sink when it records
   // deliveries itself, else mark_delivered_batch.
@@ -174,7 +185,7 @@ struct relay::impl {
   // ---- claims (rule 1, 5, 8) ----
   // One claim round; returns {asked, got}.
   std::pair<std::size_t, std::size_t> claim_round();
-  // The main loop of run().
+  // A claimer's loop: `claimers` of them run at once during run().
   void loop(const std::stop_token& stop);
 
   // ---- sessions (relay/session.cpp) ----

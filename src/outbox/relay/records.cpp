@@ -1,11 +1,10 @@
 // Delivered rows recorded together, one transaction per batch (outbox.md §7
 // rule 7 for each row of it).
-#include "outbox/relay/impl.hpp"
-
 #include <algorithm>
 #include <thread>
 
 #include "common/log.hpp"
+#include "outbox/relay/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox {
@@ -13,20 +12,22 @@ namespace spool::outbox {
 using spool::detail::log;
 using namespace std::chrono_literals;
 
-// Records every pending delivered row with mark_delivered_batch, one
-// worker at a time; rows deferred meanwhile go in the next round.
+// Records every pending delivered row with mark_delivered_batch, up to
+// `claimers` workers at a time (one round trip each); rows deferred
+// meanwhile go in the next round.
 void relay::impl::flush_marks() {
   std::vector<std::shared_ptr<flight>> batch;
   {
     std::lock_guard lock(mu);
-    if (flushing || pending_marks.empty()) return;
-    flushing = true;
+    if (flushing >= claimers || pending_marks.empty()) return;
+    ++flushing;
     batch.swap(pending_marks);
   }
   for (;;) {
     for (std::size_t i = 0; i < batch.size(); i += 1000) {  // the store's limit per call
-      std::vector<std::shared_ptr<flight>> part(batch.begin() + static_cast<std::ptrdiff_t>(i),
-                                                batch.begin() + static_cast<std::ptrdiff_t>(std::min(batch.size(), i + 1000)));
+      std::vector<std::shared_ptr<flight>> part(
+          batch.begin() + static_cast<std::ptrdiff_t>(i),
+          batch.begin() + static_cast<std::ptrdiff_t>(std::min(batch.size(), i + 1000)));
       record_marks(part);
     }
     for (const auto& f : batch) finish_flight(f);
@@ -34,7 +35,7 @@ void relay::impl::flush_marks() {
       std::lock_guard lock(mu);
       batch.clear();
       batch.swap(pending_marks);
-      if (batch.empty()) flushing = false;
+      if (batch.empty()) --flushing;
     }
     cv.notify_all();  // capacity freed
     if (batch.empty()) return;
@@ -44,7 +45,7 @@ void relay::impl::flush_marks() {
 // One batch of delivered rows recorded: by the sink when it records
 // deliveries itself, else mark_delivered_batch.
 std::vector<sink::batch_record> relay::impl::record_batch(const std::vector<std::shared_ptr<flight>>& rows,
-                                             const call_options& c) {
+                                                          const call_options& c) {
   if (sk->records_delivery()) {
     std::vector<const claimed_message*> ms;
     ms.reserve(rows.size());
@@ -109,7 +110,8 @@ void relay::impl::record_marks(const std::vector<std::shared_ptr<flight>>& rows)
         } else if (i < marked.size() && marked[i].failure) {
           auto part = *marked[i].failure;  // nothing of the row committed: a failure of the row
           if (!detail::valid_failure_code(part.code)) part.code = "sink_failed";
-          failed(f, part.kind == outcome_class::permanent ? outcome_class::permanent : outcome_class::transient,
+          failed(f,
+                 part.kind == outcome_class::permanent ? outcome_class::permanent : outcome_class::transient,
                  part);
         } else {
           mark_lost(f, "mark_delivered");
@@ -124,7 +126,8 @@ void relay::impl::record_marks(const std::vector<std::shared_ptr<flight>>& rows)
       store_error("mark_delivered", e);
       // A sink that records row by row may have committed some rows
       // before an unavailable one: re-read them all, as for in_doubt.
-      if (e.code() == errc::in_doubt || (e.code() == errc::unavailable && sk->records_delivery())) doubt = true;
+      if (e.code() == errc::in_doubt || (e.code() == errc::unavailable && sk->records_delivery()))
+        doubt = true;
       if (e.code() != errc::unavailable && e.code() != errc::in_doubt) break;
     } catch (const std::exception& e) {
       store_error("mark_delivered", e);

@@ -2,6 +2,9 @@
 // (outbox.md §7 rule 10) or after one claim round.
 #include <fmt/format.h>
 
+#include <thread>
+#include <vector>
+
 #include "common/log.hpp"
 #include "outbox/relay/impl.hpp"
 #include "spool/error.hpp"
@@ -114,16 +117,25 @@ void relay::impl::run_until(const std::stop_token& stop) {
   std::stop_source both;
   std::stop_callback a(stop, [&] { both.request_stop(); });
   std::stop_callback b(own, [&] { both.request_stop(); });
-  log().info("outbox relay {} started (max_in_flight {}, sink_concurrency {}, claim_batch {}, lease {} ms)",
-             owner, o.max_in_flight, threads, claim_batch, o.lease_duration.count());
+  log().info(
+      "outbox relay {} started (max_in_flight {}, sink_concurrency {}, claim_batch {}, claimers {}, lease {} "
+      "ms)",
+      owner, o.max_in_flight, threads, claim_batch, claimers, o.lease_duration.count());
   // The claims, the renewals and each sink call's record hold a connection
   // at once: open them now, not as the first envelopes arrive (a connect
   // costs milliseconds; W4's first messages waited 30-50 ms for them).
   // Before the session, so that the listener's first "look now" is not
   // taken by the first claim before the loop waits.
-  (void)st.warm(threads + 2);
+  (void)st.warm(threads + claimers + 1);
   begin_session();
-  loop(both.get_token());
+  {
+    // The other claimers; each ends with the token, and the session ends
+    // only after all have (none may claim into a finished session).
+    std::vector<std::thread> more;
+    for (std::size_t i = 1; i < claimers; ++i) more.emplace_back([this, t = both.get_token()] { loop(t); });
+    loop(both.get_token());
+    for (auto& t : more) t.join();
+  }
   end_session(true);
   log().info("outbox relay {} stopped", owner);
   running = false;

@@ -1,10 +1,9 @@
 // The relay's workers: each takes claimed rows from the queue, publishes
 // them, and flushes the delivered ones' records in batches.
-#include "outbox/relay/impl.hpp"
-
 #include <algorithm>
 
 #include "common/log.hpp"
+#include "outbox/relay/impl.hpp"
 #include "spool/error.hpp"
 
 namespace spool::outbox {
@@ -17,7 +16,9 @@ std::size_t relay::impl::free_capacity_locked() const {
   // last record (delivered rows awaiting their mark included). Counting the
   // workers and the mark queues instead counted a row deferred by a busy
   // worker twice, so capacity could fall without a claim.
-  return o.max_in_flight - std::min(o.max_in_flight, flights.size());
+  // Rows asked for by claim rounds still running count as held.
+  const std::size_t held = flights.size() + reserved;
+  return o.max_in_flight - std::min(o.max_in_flight, held);
 }
 
 // ---- workers ----
@@ -64,7 +65,7 @@ void relay::impl::finish_flight(const std::shared_ptr<flight>& f) {
   std::lock_guard lock(mu);
   const auto it = flights.find(f->m.message.id);
   if (it != flights.end() && it->second == f) flights.erase(it);
-  if (f->probe) probe_out = false;
+  if (f->probe != 0 && f->probe == probes) probe_out = false;  // not a later probe's
   m.in_flight = static_cast<std::int64_t>(flights.size());
 }
 
