@@ -96,6 +96,7 @@ struct server::impl {
   std::mutex counts_mu;                                                 // guards counts and durations
   std::map<std::pair<std::string, std::string>, std::uint64_t> counts;  // (action, outcome) → requests
   std::map<std::string, duration_histogram> durations;                  // action → its requests' times
+  sigv4::signing_keys keys;  // derived once per credential, day and region
 
   const char* scheme() const { return opts.tls_cert.empty() ? "http" : "https"; }
 
@@ -129,7 +130,7 @@ struct server::impl {
                            ? std::string()
                            : req.target.substr(req.target.find('?') + 1);
     const signed_request view{req.method, raw_path, query, &headers, req.body};
-    const auto outcome = verify_sigv4(view, *opts.credentials, std::chrono::system_clock::now());
+    const auto outcome = verify_sigv4(view, *opts.credentials, std::chrono::system_clock::now(), "sqs", &keys);
     if (outcome.failure) throw sqs::error(outcome.failure->code, outcome.failure->message);
     return outcome.who->account;
   }

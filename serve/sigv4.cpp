@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <mutex>
+#include <unordered_map>
 
 #include "serve/digests.hpp"
 
@@ -230,20 +232,55 @@ std::string canonical_request(const signed_request& r, const std::vector<std::st
   return out;
 }
 
-std::string signature(std::string_view secret, std::string_view date, std::string_view region,
-                      std::string_view service, std::string_view string_to_sign) {
+std::string signing_key(std::string_view secret, std::string_view date, std::string_view region,
+                        std::string_view service) {
   const auto k_date = hmac("AWS4" + std::string(secret), date);
   const auto k_region = hmac(k_date, region);
   const auto k_service = hmac(k_region, service);
-  const auto k_signing = hmac(k_service, "aws4_request");
-  const auto sig = hmac(k_signing, string_to_sign);
+  return hmac(k_service, "aws4_request");
+}
+
+std::string signature_with_key(std::string_view key, std::string_view string_to_sign) {
+  const auto sig = hmac(key, string_to_sign);
   return hex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size());
+}
+
+std::string signature(std::string_view secret, std::string_view date, std::string_view region,
+                      std::string_view service, std::string_view string_to_sign) {
+  return signature_with_key(signing_key(secret, date, region, service), string_to_sign);
+}
+
+struct signing_keys::state {
+  std::mutex mu;
+  std::unordered_map<std::string, std::string> keys;  // secret NUL date NUL region NUL service
+};
+
+signing_keys::signing_keys() : state_(std::make_unique<state>()) {}
+signing_keys::~signing_keys() = default;
+
+std::string signing_keys::key(std::string_view secret, std::string_view date, std::string_view region,
+                              std::string_view service) {
+  std::string scope;
+  scope.reserve(secret.size() + date.size() + region.size() + service.size() + 3);
+  scope.append(secret).append(1, '\0').append(date).append(1, '\0').append(region).append(1, '\0').append(
+      service);
+  {
+    std::lock_guard lock(state_->mu);
+    const auto it = state_->keys.find(scope);
+    if (it != state_->keys.end()) return it->second;
+  }
+  auto k = signing_key(secret, date, region, service);
+  std::lock_guard lock(state_->mu);
+  if (state_->keys.size() >= 256) state_->keys.clear();  // dates roll over; regions are few
+  state_->keys.emplace(std::move(scope), k);
+  return k;
 }
 
 }  // namespace sigv4
 
 auth_outcome verify_sigv4(const signed_request& r, const credential_store& creds,
-                          std::chrono::system_clock::time_point now, std::string_view service) {
+                          std::chrono::system_clock::time_point now, std::string_view service,
+                          sigv4::signing_keys* keys) {
   const auto header = [&](std::string_view name) -> std::optional<std::string_view> {
     if (r.headers == nullptr) return std::nullopt;
     for (const auto& [k, v] : *r.headers) {
@@ -288,7 +325,10 @@ auth_outcome verify_sigv4(const signed_request& r, const credential_store& creds
   const auto scope = fmt::format("{}/{}/{}/aws4_request", a->date, a->region, a->service);
   const auto to_sign =
       fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", *amz_date, scope, sigv4::sha256_hex(canonical));
-  const auto expected = sigv4::signature(who->secret, a->date, a->region, a->service, to_sign);
+  const auto expected = sigv4::signature_with_key(
+      keys != nullptr ? keys->key(who->secret, a->date, a->region, a->service)
+                      : sigv4::signing_key(who->secret, a->date, a->region, a->service),
+      to_sign);
   if (expected.size() != a->signature.size() ||
       CRYPTO_memcmp(expected.data(), a->signature.data(), expected.size()) != 0) {
     return refuse(

@@ -3,6 +3,7 @@
 // get-vanilla example, and a query-protocol request signed by botocore.
 #include "serve/sigv4.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "spool/error.hpp"
@@ -84,6 +85,29 @@ TEST(sigv4, refuses_a_signature_made_with_a_wrong_secret) {
   const auto o = verify_sigv4(r.view(), wrong, query_time);
   EXPECT_EQ(failure_code(o), "SignatureDoesNotMatch");
   EXPECT_EQ(o.failure->message.find("5250297783"), std::string::npos);  // never shows a signature
+}
+
+TEST(sigv4, a_servers_key_cache_gives_the_same_verdicts_and_never_serves_one_secrets_key_for_another) {
+  sigv4::signing_keys cache;
+  const auto keys = example_keys();
+  const botocore_request r;
+  for (int i = 0; i < 2; ++i) {  // derived, then from the cache
+    EXPECT_EQ(failure_code(verify_sigv4(r.view(), keys, query_time, "sqs", &cache)), "accepted");
+    botocore_request changed;
+    changed.body += "&x=1";
+    EXPECT_EQ(failure_code(verify_sigv4(changed.view(), keys, query_time, "sqs", &cache)),
+              "SignatureDoesNotMatch");
+  }
+  // The same access key id with another secret (a reloaded file) misses the cache.
+  const auto wrong = credential_store::parse("AKID1 secret/two\n");
+  EXPECT_EQ(failure_code(verify_sigv4(r.view(), wrong, query_time, "sqs", &cache)), "SignatureDoesNotMatch");
+  // Past its 256 keys it starts afresh and stays right.
+  for (int day = 1; day <= 300; ++day) {
+    const auto date = fmt::format("2026{:02}{:02}", 1 + day % 12, 1 + day % 28);
+    const auto region = fmt::format("r{}", day);
+    EXPECT_EQ(cache.key("s", date, region, "sqs"), sigv4::signing_key("s", date, region, "sqs")) << day;
+  }
+  EXPECT_EQ(failure_code(verify_sigv4(r.view(), keys, query_time, "sqs", &cache)), "accepted");
 }
 
 TEST(sigv4, refuses_a_request_dated_more_than_15_minutes_from_the_clock_either_way) {
