@@ -100,7 +100,8 @@ long count_lines(const std::filesystem::path& dir, const std::string& prefix, ch
 std::string where_it_waits(pid_t pid, database& db) {
   std::string out = "\n-- its threads --\n";
   try {
-    out += sh(fmt::format("timeout 60 gdb -batch -p {} -ex 'thread apply all bt' 2>&1 | grep -E '^(#|Thread)'", pid));
+    out += sh(fmt::format(
+        "timeout 60 gdb -batch -p {} -ex 'thread apply all bt' 2>&1 | grep -E '^(#|Thread)'", pid));
   } catch (const std::exception& e) {
     out += e.what();
   }
@@ -153,29 +154,9 @@ TEST(many_hosts_postgres,
                        false, "mq work: started"});
     workers.push_back({"ops-" + who, ip,
                        on_host(h, cli,
-                               {"ops",
-                                "work",
-                                "--db",
-                                uri,
-                                "--type",
-                                "chaos",
-                                "--concurrency",
-                                "2",
-                                "--poll-interval",
-                                "50ms",
-                                "--heartbeat-interval",
-                                "500ms",
-                                "--lease-timeout",
-                                "3s",
-                                "--rescue-interval",
-                                "500ms",
-                                "--owner",
-                                who,
-                                "--log-level",
-                                "info",
-                                "--exec",
-                                logging_command(dir.path(), logs / ("ops-" + who + ".log"), "SPOOL_OP_ID",
-                                                "SPOOL_OP_ATTEMPTS")}),
+                               ops_work_args(uri, "chaos", who,
+                                             logging_command(dir.path(), logs / ("ops-" + who + ".log"),
+                                                             "SPOOL_OP_ID", "SPOOL_OP_ATTEMPTS"))),
                        false, "ops work: started"});
     workers.push_back({"relay-" + who, ip,
                        on_host(h, cli,

@@ -53,6 +53,35 @@ inline std::string sh(const std::string& command) {
   return out;
 }
 
+// `spool ops work` as the partition and many-hosts tests run it: two
+// workers, leases of 3 s renewed every 500 ms, a rescue every 500 ms, and
+// each op handed to `exec`.
+inline std::vector<std::string> ops_work_args(const std::string& uri, const std::string& type,
+                                              const std::string& owner, const std::string& exec) {
+  return {"ops",
+          "work",
+          "--db",
+          uri,
+          "--type",
+          type,
+          "--concurrency",
+          "2",
+          "--poll-interval",
+          "50ms",
+          "--heartbeat-interval",
+          "500ms",
+          "--lease-timeout",
+          "3s",
+          "--rescue-interval",
+          "500ms",
+          "--owner",
+          owner,
+          "--log-level",
+          "info",
+          "--exec",
+          exec};
+}
+
 inline std::string env_or_throw(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) throw std::runtime_error(std::string(name) + " is not set (run through ctest)");

@@ -76,29 +76,9 @@ TEST(ops_partition_postgres,
   }
   const std::string cli = env_or_throw("SPOOL_CLI");
   auto pool = [&](const std::string& who, const std::string& uri, const std::string& secs) {
-    return std::vector<std::string>{"ops",
-                                    "work",
-                                    "--db",
-                                    uri,
-                                    "--type",
-                                    "part",
-                                    "--concurrency",
-                                    "2",
-                                    "--poll-interval",
-                                    "50ms",
-                                    "--heartbeat-interval",
-                                    "500ms",
-                                    "--lease-timeout",
-                                    "3s",
-                                    "--rescue-interval",
-                                    "500ms",
-                                    "--owner",
-                                    who,
-                                    "--log-level",
-                                    "info",
-                                    "--exec",
-                                    fmt::format("sh {} {} {} {} SPOOL_OP_ID SPOOL_OP_ATTEMPTS",
-                                                script.string(), log.string(), who, secs)};
+    return ops_work_args(uri, "part", who,
+                         fmt::format("sh {} {} {} {} SPOOL_OP_ID SPOOL_OP_ATTEMPTS", script.string(),
+                                     log.string(), who, secs));
   };
   auto away_args = pool("away", remote_uri, "8");
   away_args.insert(away_args.begin(), {"netns", "exec", ns.name(), cli});
