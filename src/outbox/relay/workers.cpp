@@ -25,6 +25,7 @@ std::size_t relay::impl::free_capacity_locked() const {
 void relay::impl::worker() {
   for (;;) {
     std::shared_ptr<flight> f;
+    breaker_state breaker_seen{};
     {
       std::unique_lock lock(mu);
       cv.wait(lock, [&] { return !tasks.empty() || session_over; });
@@ -32,7 +33,14 @@ void relay::impl::worker() {
       f = std::move(tasks.front());
       tasks.pop_front();
       ++busy;
+      breaker_seen = m.breaker;
     }
+    // Whether anything a claimer or end_session waits for changed: a lease
+    // ended (capacity, the probe), the breaker moved, or the workers went
+    // idle. A delivered row whose record is deferred changes none of them,
+    // so the common path wakes nobody: waking every claimer and worker for
+    // each row cost more context switches than the rows' own work.
+    bool wake = false;
     while (f) {
       std::shared_ptr<flight> next;
       try {
@@ -41,10 +49,14 @@ void relay::impl::worker() {
         log().error("outbox relay {}: unexpected error handling {}: {}", owner, f->m.message.id, e.what());
       }
       bool flush = false;
-      if (!f->deferred) finish_flight(f);
+      if (!f->deferred) {
+        finish_flight(f);
+        wake = true;
+      }
       {
         std::lock_guard lock(mu);
         if (f->deferred) pending_marks.push_back(f);
+        if (m.breaker != breaker_seen) wake = true;
         // Flush once no queued row waits for a worker (nothing more is
         // about to join this batch) or a claim's worth is pending.
         flush = !pending_marks.empty() && (tasks.empty() || pending_marks.size() >= claim_batch);
@@ -54,9 +66,9 @@ void relay::impl::worker() {
     }
     {
       std::lock_guard lock(mu);
-      --busy;
+      if (--busy == 0) wake = true;
     }
-    cv.notify_all();
+    if (wake) cv.notify_all();
   }
 }
 
