@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -35,6 +36,14 @@ namespace spool::test {
   } while (0)
 
 using namespace std::chrono_literals;
+
+// Raises max to at least v (a high-water mark kept from several threads).
+template <class T>
+void raise_to(std::atomic<T>& max, T v) {
+  T seen = max;
+  while (v > seen && !max.compare_exchange_weak(seen, v)) {
+  }
+}
 
 class outbox_conformance : public ::testing::TestWithParam<engine> {
  protected:

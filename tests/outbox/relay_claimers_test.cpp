@@ -72,10 +72,7 @@ TEST_P(outbox_relay_claimers,
               std::lock_guard lock(seen_mu);
               seen.insert(m.message.id);
             }
-            const auto leased = count("state = 'leased'");
-            auto high = max_leased.load();
-            while (leased > high && !max_leased.compare_exchange_weak(high, leased)) {
-            }
+            raise_to(max_leased, count("state = 'leased'"));
             return sink_outcome::delivered();
           }),
           four_claims());
@@ -115,11 +112,7 @@ TEST_P(outbox_relay_claimers, with_several_claimers_a_half_open_breaker_lets_out
   o.breaker = {1, std::chrono::milliseconds(1), std::chrono::milliseconds(2)};
   relay r(st, make_callback_sink([&](const claimed_message&, std::stop_token) {
             const int now = ++running;
-            if (marked) {
-              int high = max_running_after_mark.load();
-              while (now > high && !max_running_after_mark.compare_exchange_weak(high, now)) {
-              }
-            }
+            if (marked) raise_to(max_running_after_mark, now);
             std::this_thread::sleep_for(
                 std::chrono::milliseconds(2));  // a probe overlapping another would be seen
             --running;

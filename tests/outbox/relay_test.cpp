@@ -41,14 +41,6 @@ class gate {
   bool open_ = false;
 };
 
-// Raises max to at least v (a high-water mark kept from several threads).
-template <class T>
-void raise_to(std::atomic<T>& max, T v) {
-  T seen = max;
-  while (v > seen && !max.compare_exchange_weak(seen, v)) {
-  }
-}
-
 class outbox_relay : public outbox_conformance {
  protected:
   void SetUp() override {

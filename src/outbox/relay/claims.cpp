@@ -30,30 +30,32 @@ std::pair<std::size_t, std::size_t> relay::impl::claim_round() {
     reserved += asked;
     if (probe != 0) probe_out = true;
   }
-  const auto unreserve = [&](bool probe_unanswered) {
-    std::lock_guard lock(mu);
-    reserved -= asked;
-    if (probe != 0 && probe_unanswered && probe == probes) probe_out = false;
+  // The round ends without flights: its rows and its probe are free again.
+  const auto unreserve = [&] {
+    {
+      std::lock_guard lock(mu);
+      reserved -= asked;
+      if (probe != 0 && probe == probes) probe_out = false;
+    }
+    cv.notify_all();
   };
   const auto started = steady::now();
   std::vector<claimed_message> got;
   try {
     got = st.claim(owner, asked, o.lease_duration, o.mode, call_options{started + o.transition_timeout, {}});
   } catch (...) {
-    unreserve(true);
-    cv.notify_all();
+    unreserve();
     throw;
   }
   store_ok();
   if (got.empty()) {
-    unreserve(true);
-    cv.notify_all();
+    unreserve();
     return {asked, 0};
   }
   if (got.size() > asked) {
     log().error("outbox relay {}: claim_batch_overflow: asked for {} rows, got {}; releasing all", owner,
                 asked, got.size());
-    unreserve(true);
+    unreserve();
     for (auto& cm : got) {
       auto f = make_flight(std::move(cm), started);
       f->ph = transition;

@@ -130,11 +130,11 @@ void relay::impl::run_until(const std::stop_token& stop) {
   begin_session();
   {
     // The other claimers; each ends with the token, and the session ends
-    // only after all have (none may claim into a finished session).
-    std::vector<std::thread> more;
+    // only after all have (none may claim into a finished session): the
+    // threads are joined at the end of this scope.
+    std::vector<std::jthread> more;
     for (std::size_t i = 1; i < claimers; ++i) more.emplace_back([this, t = both.get_token()] { loop(t); });
     loop(both.get_token());
-    for (auto& t : more) t.join();
   }
   end_session(true);
   log().info("outbox relay {} stopped", owner);
