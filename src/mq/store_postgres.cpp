@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <type_traits>
 #include <unordered_map>
 
@@ -103,10 +104,12 @@ class postgres_store final : public store {
     for (const auto& s : ids) id_ptrs.push_back(&s);
     for (const auto& s : receipts) receipt_ptrs.push_back(&s);
     auto conn = db_.pg_pool().acquire(c);
-    const auto rows = pg::detail::rows_of(
-        conn->exec(sql_.at("ack_batch"),
-                   {queue, pg::detail::text_array(id_ptrs), pg::detail::text_array(receipt_ptrs)}, intent::write, c)
-            .get());  // no NOTIFY, as for ack
+    const auto rows =
+        pg::detail::rows_of(conn->exec(sql_.at("ack_batch"),
+                                       {queue, pg::detail::binary_text_array(id_ptrs, conn->client_utf8()),
+                                        pg::detail::binary_text_array(receipt_ptrs, conn->client_utf8())},
+                                       intent::write, c, 0b110U)
+                                .get());  // no NOTIFY, as for ack
     std::unordered_map<std::string, bool> deleted;
     for (const auto& r : rows) deleted[*r[0]] = true;
     std::vector<bool> out(receipts.size(), false);
@@ -212,6 +215,39 @@ class postgres_store final : public store {
 
 }  // namespace
 
+namespace {
+
+// Runs one publish statement and, with notify on, a NOTIFY per queue written
+// in its transaction: the caller's, or one pipelined implicit transaction.
+std::vector<row> run_insert(pg::detail::connection& conn, const std::string& sql, std::vector<param> params,
+                            const std::vector<encoded_row>& rows, bool notify, const call_options& c) {
+  constexpr pg::detail::binary_mask arrays = 0b1111U;  // $1..$4 are binary_text_arrays
+  if (!notify) return conn.query(sql, params, intent::write, c, arrays);
+  std::vector<pg::detail::connection::statement> batch{{sql, std::move(params), arrays}};
+  std::vector<std::string> notified;
+  for (const auto& r : rows) {
+    if (std::find(notified.begin(), notified.end(), *r.queue_name) == notified.end())
+      notified.push_back(*r.queue_name);
+  }
+  for (const auto& q : notified) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
+  if (conn.in_transaction()) {
+    auto inserted = conn.query(batch[0].sql, batch[0].params, intent::write, c, arrays);
+    for (std::size_t i = 1; i < batch.size(); ++i) conn.exec(batch[i].sql, batch[i].params, intent::write, c);
+    return inserted;
+  }
+  return pg::detail::rows_of(conn.pipeline(batch, intent::write, c).front().get());
+}
+
+bool keys_distinct(const std::vector<encoded_row>& rows) {
+  std::set<std::pair<std::string_view, std::string_view>> seen;
+  for (const auto& r : rows) {
+    if (!seen.emplace(*r.queue_name, r.id).second) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::string& schema,
                                   const std::vector<encoded_row>& rows, std::int64_t delay_s, bool notify,
                                   const call_options& c) {
@@ -223,30 +259,27 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
     groups.push_back(r.group ? &*r.group : nullptr);
     payloads.push_back(&r.payload);
   }
-  const std::string sql = render_sql("postgres/mq/queries/publish.sql", schema);
-  std::vector<param> params{pg::detail::text_array(queues), pg::detail::text_array(ids),
-                            pg::detail::text_array(groups), pg::detail::text_array(payloads), delay_s};
-  std::vector<row> inserted;
-  if (!notify) {
-    inserted = conn.query(sql, params, intent::write, c);
-  } else {
-    // One NOTIFY per queue written, in the same transaction as the insert:
-    // the caller's, or one pipelined implicit transaction.
-    std::vector<pg::detail::connection::statement> batch{{sql, std::move(params)}};
-    std::vector<std::string> notified;
-    for (const auto& r : rows) {
-      if (std::find(notified.begin(), notified.end(), *r.queue_name) == notified.end())
-        notified.push_back(*r.queue_name);
-    }
-    for (const auto& q : notified) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
-    if (conn.in_transaction()) {
-      inserted = conn.query(batch[0].sql, batch[0].params, intent::write, c);
-      for (std::size_t i = 1; i < batch.size(); ++i)
-        conn.exec(batch[i].sql, batch[i].params, intent::write, c);
-    } else {
-      inserted = pg::detail::rows_of(conn.pipeline(batch, intent::write, c).front().get());
+  const bool utf8 = conn.client_utf8();
+  std::vector<param> params{
+      pg::detail::binary_text_array(queues, utf8), pg::detail::binary_text_array(ids, utf8),
+      pg::detail::binary_text_array(groups, utf8), pg::detail::binary_text_array(payloads, utf8), delay_s};
+  // Ids are almost always new (the library makes UUIDv7s), so a batch in a
+  // transaction of its own first goes in without ON CONFLICT; when an id is
+  // taken after all (a retried publish, an application's own id), that
+  // statement wrote nothing and the skipping one runs. In the caller's
+  // transaction a failed statement would abort it, so there only the skipping
+  // one runs.
+  if (!conn.in_transaction() && keys_distinct(rows)) {
+    try {
+      (void)run_insert(conn, render_sql("postgres/mq/queries/publish_fresh.sql", schema), params, rows,
+                       notify, c);
+      return std::vector<bool>(rows.size(), true);
+    } catch (const error& e) {
+      if (e.sqlstate() != "23505") throw;
     }
   }
+  const auto inserted =
+      run_insert(conn, render_sql("postgres/mq/queries/publish.sql", schema), std::move(params), rows, notify, c);
   // Map the inserted (queue, id) keys back to the first input position that
   // carries them: within a batch the first occurrence wins.
   std::map<std::pair<std::string, std::string>, bool> fresh;

@@ -36,6 +36,20 @@ std::string text_array(const std::vector<std::optional<std::string>>& values) {
   return pg::detail::text_array(ptrs);
 }
 
+std::string binary_text_array(const std::vector<std::string>& values, bool utf8) {
+  std::vector<const std::string*> ptrs;
+  ptrs.reserve(values.size());
+  for (const auto& v : values) ptrs.push_back(&v);
+  return pg::detail::binary_text_array(ptrs, utf8);
+}
+
+std::string binary_text_array(const std::vector<std::optional<std::string>>& values, bool utf8) {
+  std::vector<const std::string*> ptrs;
+  ptrs.reserve(values.size());
+  for (const auto& v : values) ptrs.push_back(v ? &*v : nullptr);
+  return pg::detail::binary_text_array(ptrs, utf8);
+}
+
 param boolean(bool b) { return std::string(b ? "true" : "false"); }
 
 namespace {
@@ -192,7 +206,10 @@ class postgres_store final : public store {
       position.emplace(acks[i].id, i);
     }
     auto conn = db_.pg_pool().acquire(call);
-    const auto rows = conn->query(sql_.at("ack_many"), {text_array(ids), text_array(tokens)}, intent::write, call);
+    const auto rows = conn->query(sql_.at("ack_many"),
+                                  {binary_text_array(ids, conn->client_utf8()),
+                                   binary_text_array(tokens, conn->client_utf8())},
+                                  intent::write, call, 0b11U);
     std::vector<fence_result> out(acks.size());
     for (const auto& r : rows) {
       const auto it = position.find(r.at(0).value_or(""));

@@ -12,6 +12,10 @@ namespace spool::ops::detail {
 
 std::string text_array(const std::vector<std::string>& values);
 std::string text_array(const std::vector<std::optional<std::string>>& values);
+// The same arrays in binary format (pg::detail::binary_text_array), for a
+// parameter marked in the statement's binary_mask.
+std::string binary_text_array(const std::vector<std::string>& values, bool utf8);
+std::string binary_text_array(const std::vector<std::optional<std::string>>& values, bool utf8);
 param boolean(bool b);
 
 }  // namespace spool::ops::detail

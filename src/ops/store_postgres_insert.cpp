@@ -1,5 +1,6 @@
 // Enqueue's inserts on PostgreSQL, on a pooled or the caller's connection: one statement
 // for the batch, then the skipped items told apart (a taken id or a held dedup key).
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "ops/store.hpp"
 #include "ops/store_postgres.hpp"
 #include "ops/time.hpp"
+#include "spool/error.hpp"
 
 namespace spool::ops::detail {
 
@@ -15,7 +17,13 @@ using pg::detail::intent;
 
 namespace {
 
-std::vector<param> insert_params(const store_config& config, const std::vector<insert_item>& items) {
+// enqueue.sql's text[] parameters ($1 ids, $2 types, $3 payloads, $8 keys)
+// go in binary format: the payloads' JSON would otherwise be quoted here and
+// parsed back on the server.
+constexpr pg::detail::binary_mask insert_binary = 0b10000111U;
+
+std::vector<param> insert_params(const store_config& config, const std::vector<insert_item>& items,
+                                 bool utf8) {
   std::vector<std::string> ids, types, payloads, priorities, max_attempts;
   std::vector<std::optional<std::string>> not_before, delays, keys;
   for (const auto& it : items) {
@@ -28,9 +36,16 @@ std::vector<param> insert_params(const store_config& config, const std::vector<i
     delays.push_back(it.delay ? std::optional<std::string>(std::to_string(it.delay->count())) : std::nullopt);
     keys.push_back(it.dedup_key);
   }
-  return {text_array(ids),          text_array(types),      text_array(payloads), text_array(priorities),
-          text_array(max_attempts), text_array(not_before), text_array(delays),   text_array(keys),
-          boolean(config.notify),   config.channel};
+  return {binary_text_array(ids, utf8),
+          binary_text_array(types, utf8),
+          binary_text_array(payloads, utf8),
+          text_array(priorities),
+          text_array(max_attempts),
+          text_array(not_before),
+          text_array(delays),
+          binary_text_array(keys, utf8),
+          boolean(config.notify),
+          config.channel};
 }
 
 // Pairs the RETURNING ids with the items (an id repeated in the batch is
@@ -63,8 +78,26 @@ std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const 
   // One statement that skips what conflicts (a taken id or a held key), so
   // the transaction stays usable; the skipped items' ids are then looked up
   // in the same transaction to tell the two apart, without reading error text.
-  const auto params = insert_params(config, items);
-  const auto inserted = conn.query(ops_sql(engine::postgres, "enqueue", config), params, intent::write, call);
+  const auto params = insert_params(config, items, conn.client_utf8());
+  // Ids are almost always new (the library makes them) and most batches hold
+  // no dedup key, so such a batch in a transaction of its own first goes in
+  // without ON CONFLICT; when an id is taken after all (a retried batch),
+  // that statement wrote nothing and the skipping one runs. In the caller's
+  // transaction a failed statement would abort it, so there only the
+  // skipping one runs.
+  const bool keyless =
+      std::none_of(items.begin(), items.end(), [](const insert_item& it) { return it.dedup_key; });
+  if (keyless && !conn.in_transaction()) {
+    try {
+      (void)conn.exec(ops_sql(engine::postgres, "enqueue_fresh", config), params, intent::write, call,
+                      insert_binary);
+      return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
+    } catch (const error& e) {
+      if (e.sqlstate() != "23505") throw;
+    }
+  }
+  const auto inserted =
+      conn.query(ops_sql(engine::postgres, "enqueue", config), params, intent::write, call, insert_binary);
   if (inserted.size() == items.size())
     return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
   std::vector<std::string> skipped;

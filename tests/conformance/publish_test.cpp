@@ -97,6 +97,29 @@ TEST_P(mq_publish, publish_batch_reports_inserted_and_already_present_in_input_o
   EXPECT_EQ(*rows("SELECT payload FROM queue_messages WHERE id = 'old'").at(0).at(0), mq::encode(msg("old")));
 }
 
+TEST_P(mq_publish, a_batch_of_distinct_ids_meeting_a_stored_one_stores_the_others_and_leaves_it_unchanged) {
+  // On PostgreSQL a batch of distinct ids first goes in without ON CONFLICT;
+  // a taken id fails that statement as a whole, and the skipping one runs.
+  for (const bool notify : {false, true}) {
+    SCOPED_TRACE(notify ? "notify on" : "notify off");
+    db_->exec("DELETE FROM queue_messages");
+    auto q = make_queue({.notify = notify});
+    q->publish(msg("old"));
+    mq::message old_again = msg("old");
+    old_again.mediation_target = "https://example.test/not-stored";
+    const auto r = q->publish_batch({msg("a"), old_again, msg("b")});
+    using s = mq::publish_status;
+    EXPECT_EQ(r.statuses, (std::vector<s>{s::inserted, s::already_present, s::inserted}));
+    EXPECT_EQ(count("queue_messages"), 3);
+    EXPECT_EQ(*rows("SELECT payload FROM queue_messages WHERE id = 'old'").at(0).at(0),
+              mq::encode(msg("old")));
+    // All taken: nothing stored, each reported present.
+    const auto again = q->publish_batch({msg("a"), msg("b")});
+    EXPECT_EQ(again.statuses, (std::vector<s>{s::already_present, s::already_present}));
+    EXPECT_EQ(count("queue_messages"), 3);
+  }
+}
+
 TEST_P(mq_publish, an_encoding_failure_inserts_nothing_and_names_the_message) {
   auto q = make_queue();
   mq::message bad = msg("bad");

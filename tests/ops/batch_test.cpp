@@ -122,6 +122,25 @@ TEST_P(ops_batch, ASingleEnqueueOfATakenIdIsAlreadyExistsAndAnIdRepeatedInsideAB
   EXPECT_EQ(count(), 1);
 }
 
+TEST_P(ops_batch, AKeylessBatchWithOneTakenIdStoresTheOthersAndReportsItAlreadyExisting) {
+  // On PostgreSQL such a batch first goes in without ON CONFLICT; a taken id
+  // fails that statement as a whole, and the skipping one runs.
+  auto stored = new_op("a");
+  stored.id = "stored";
+  q().enqueue(stored);
+  auto other = new_op("changed");
+  other.id = "stored";
+  auto x = new_op("x");
+  x.id = "x";
+  const auto r = q().enqueue_batch({x, other, new_op("y")});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0], (ops::enqueue_result{"x", true, ops::enqueue_status::created}));
+  EXPECT_EQ(r[1], (ops::enqueue_result{"stored", false, ops::enqueue_status::already_exists}));
+  EXPECT_TRUE(r[2].created);
+  EXPECT_EQ(count(), 3);
+  EXPECT_EQ(q().get("stored").type, "a");
+}
+
 TEST_P(ops_batch, ABatchInTheCallersTransactionSkipsStoredIdsAndTheTransactionStaysUsable) {
   auto stored = new_op("a");
   stored.id = "stored";

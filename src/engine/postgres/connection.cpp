@@ -145,8 +145,25 @@ struct text_params {
   // utf8: the connection's client_encoding is UTF8, so the server would
   // refuse ill-formed UTF-8 anyway (SQLSTATE 22021, aborting the caller's
   // transaction): refuse it here, typed, before anything is sent.
-  text_params(const std::vector<param>& params, bool utf8) : texts(params.size()), ptrs(params.size()) {
+  // binary: bit i set sends parameter i as it is, in binary format (a
+  // binary_text_array, whose values were checked when it was built).
+  text_params(const std::vector<param>& params, bool utf8, binary_mask binary = 0)
+      : texts(params.size()), ptrs(params.size()) {
+    if (binary != 0) {
+      lengths.assign(params.size(), 0);
+      formats.assign(params.size(), 0);
+    }
     for (std::size_t i = 0; i < params.size(); ++i) {
+      if (i < 32 && (binary >> i & 1U) != 0) {
+        const auto* bytes = std::get_if<std::string>(&params[i]);
+        if (bytes == nullptr)
+          throw error(errc::invalid_argument, "a binary statement parameter is not a byte string",
+                      "binary_param");
+        ptrs[i] = bytes->data();
+        lengths[i] = static_cast<int>(bytes->size());
+        formats[i] = 1;
+        continue;
+      }
       bool is_null = false;
       texts[i] = to_text(params[i], is_null);
       // libpq reads a text parameter up to its first NUL: a value with an
@@ -170,8 +187,13 @@ struct text_params {
       ptrs[i] = is_null ? nullptr : texts[i].c_str();
     }
   }
+  [[nodiscard]] const int* length_ptr() const noexcept { return lengths.empty() ? nullptr : lengths.data(); }
+  [[nodiscard]] const int* format_ptr() const noexcept { return formats.empty() ? nullptr : formats.data(); }
+
   std::vector<std::string> texts;
   std::vector<const char*> ptrs;
+  std::vector<int> lengths;  // empty when every parameter is text
+  std::vector<int> formats;
 };
 
 void connection::ready_for_next() {
@@ -196,24 +218,24 @@ void connection::ready_for_next() {
 }
 
 result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what,
-                            const call_options& limits) {
+                            const call_options& limits, binary_mask binary) {
   ready_for_next();
-  const text_params p(params, client_utf8());
-  if (limits.limited()) {
-    return exec_limited(std::string(sql), static_cast<int>(params.size()), p.ptrs.data(), what, limits);
-  }
-  result_ptr res(exec_prepared(std::string(sql), static_cast<int>(params.size()), p.ptrs.data()));
+  const text_params p(params, client_utf8(), binary);
+  if (limits.limited()) return exec_limited(std::string(sql), p, what, limits);
+  result_ptr res(exec_prepared(std::string(sql), p));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return res;
   throw_error(conn_, res.get(), what, "statement");
 }
 
-PGresult* connection::exec_prepared(const std::string& sql, int n, const char* const* values) {
+PGresult* connection::exec_prepared(const std::string& sql, const text_params& p) {
   // Ad-hoc statements (an application's tx.exec) beyond the cache's bound run
   // unnamed, so a long-lived connection cannot accumulate statements forever.
+  const int n = static_cast<int>(p.ptrs.size());
   const std::string* name = prepare_cached(sql, n, intent::read);
-  if (name == nullptr) return PQexecParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
-  return PQexecPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0);
+  if (name == nullptr)
+    return PQexecParams(conn_, sql.c_str(), n, nullptr, p.ptrs.data(), p.length_ptr(), p.format_ptr(), 0);
+  return PQexecPrepared(conn_, name->c_str(), n, p.ptrs.data(), p.length_ptr(), p.format_ptr(), 0);
 }
 
 const std::string* connection::prepare_cached(const std::string& sql, int n, intent what,
@@ -296,12 +318,15 @@ void connection::throw_failure(const PGresult* res, intent what, std::string_vie
   throw_error(conn_, res, what, context);
 }
 
-result_ptr connection::exec_limited(const std::string& sql, int n, const char* const* values, intent what,
+result_ptr connection::exec_limited(const std::string& sql, const text_params& p, intent what,
                                     const call_options& limits) {
   spool::detail::check_call(limits, "statement");
+  const int n = static_cast<int>(p.ptrs.size());
   const std::string* name = prepare_cached(sql, n, what, limits);
-  const int sent = name ? PQsendQueryPrepared(conn_, name->c_str(), n, values, nullptr, nullptr, 0)
-                        : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, values, nullptr, nullptr, 0);
+  const int sent =
+      name ? PQsendQueryPrepared(conn_, name->c_str(), n, p.ptrs.data(), p.length_ptr(), p.format_ptr(), 0)
+           : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, p.ptrs.data(), p.length_ptr(), p.format_ptr(),
+                               0);
   if (sent != 1) throw_error(conn_, nullptr, intent::read, "send");
   std::string_view cancelled_for;
   wait_until_ready(limits, cancelled_for, what);
@@ -335,7 +360,7 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
   // first send (reserve: the pointers into each text_params must not move).
   std::vector<text_params> all;
   all.reserve(statements.size());
-  for (const auto& s : statements) all.emplace_back(s.params, client_utf8());
+  for (const auto& s : statements) all.emplace_back(s.params, client_utf8(), s.binary);
   // Hot statements are prepared (once per connection) before pipeline mode,
   // where a synchronous PQprepare is not allowed.
   std::vector<const std::string*> names;
@@ -357,10 +382,10 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
     const text_params& p = all[k];
     const std::string sql(s.sql);
     const int n = static_cast<int>(s.params.size());
-    const int sent =
-        names[k] != nullptr
-            ? PQsendQueryPrepared(conn_, names[k]->c_str(), n, p.ptrs.data(), nullptr, nullptr, 0)
-            : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, p.ptrs.data(), nullptr, nullptr, 0);
+    const int sent = names[k] != nullptr ? PQsendQueryPrepared(conn_, names[k]->c_str(), n, p.ptrs.data(),
+                                                               p.length_ptr(), p.format_ptr(), 0)
+                                         : PQsendQueryParams(conn_, sql.c_str(), n, nullptr, p.ptrs.data(),
+                                                             p.length_ptr(), p.format_ptr(), 0);
     if (sent != 1) {
       throw_error(conn_, nullptr, sent_any ? what : intent::read, "pipeline send");
     }
@@ -410,8 +435,8 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
 }
 
 std::vector<row> connection::query(std::string_view sql, const std::vector<param>& params, intent what,
-                                   const call_options& limits) {
-  return rows_of(exec(sql, params, what, limits).get());
+                                   const call_options& limits, binary_mask binary) {
+  return rows_of(exec(sql, params, what, limits, binary).get());
 }
 
 void connection::exec_script(const std::string& sql) {
@@ -467,6 +492,62 @@ std::string text_array(const std::vector<const std::string*>& values) {
     out += '"';
   }
   out += '}';
+  return out;
+}
+
+namespace {
+void put_be32(std::string& out, std::uint32_t v) {
+  const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                         static_cast<char>(v)};
+  out.append(bytes, 4);
+}
+}  // namespace
+
+std::string binary_text_array(const std::vector<const std::string*>& values, bool utf8) {
+  constexpr std::uint32_t text_oid = 25;
+  bool has_null = false;
+  std::size_t size = 20;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::string* v = values[i];
+    size += 4;
+    if (v == nullptr) {
+      has_null = true;
+      continue;
+    }
+    size += v->size();
+    // As text_params checks a text parameter: the server would refuse both,
+    // aborting the caller's transaction.
+    if (v->find('\0') != std::string::npos) {
+      throw error(errc::invalid_argument,
+                  fmt::format("array element {} contains a NUL byte, which PostgreSQL text cannot store", i),
+                  "nul_in_text");
+    }
+    if (utf8 && !spool::detail::is_utf8(*v)) {
+      throw error(errc::invalid_argument,
+                  fmt::format("array element {} is not valid UTF-8 (the connection's client_encoding)", i),
+                  "invalid_encoding");
+    }
+  }
+  std::string out;
+  out.reserve(size);
+  // array_recv's layout: dimensions, a has-nulls flag, the element type, each
+  // dimension's length and lower bound, then each element as its length (-1
+  // for NULL) and its bytes.
+  put_be32(out, values.empty() ? 0 : 1);
+  put_be32(out, has_null ? 1 : 0);
+  put_be32(out, text_oid);
+  if (!values.empty()) {
+    put_be32(out, static_cast<std::uint32_t>(values.size()));
+    put_be32(out, 1);
+  }
+  for (const std::string* v : values) {
+    if (v == nullptr) {
+      put_be32(out, 0xFFFFFFFFU);
+    } else {
+      put_be32(out, static_cast<std::uint32_t>(v->size()));
+      out += *v;
+    }
+  }
   return out;
 }
 
