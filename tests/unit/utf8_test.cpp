@@ -46,6 +46,23 @@ TEST(utf8, a_text_is_well_formed_when_every_sequence_is) {
   EXPECT_FALSE(is_utf8("\xED\xBF\xBF"));
 }
 
+TEST(utf8, long_ascii_runs_are_checked_to_the_last_byte_wherever_a_sequence_falls) {
+  // The check skips eight ASCII bytes at a time: put a cut sequence, a whole
+  // one straddling each eight-byte boundary and a stray byte at every place.
+  for (std::size_t pos = 0; pos < 40; ++pos) {
+    std::string s(40, 'a');
+    s[pos] = '\xC3';
+    EXPECT_FALSE(is_utf8(s)) << "a lead byte alone at " << pos;
+    if (pos + 1 < s.size()) {
+      s[pos + 1] = '\xA9';
+      EXPECT_TRUE(is_utf8(s)) << "a whole sequence at " << pos;
+    }
+    std::string stray(40, 'a');
+    stray[pos] = '\x80';
+    EXPECT_FALSE(is_utf8(stray)) << "a stray continuation byte at " << pos;
+  }
+}
+
 TEST(utf8, a_cut_drops_a_last_sequence_that_does_not_fit_and_keeps_stray_bytes) {
   EXPECT_EQ(utf8_truncate("abc", 3), "abc");
   EXPECT_EQ(utf8_truncate("abcd", 3), "abc");
