@@ -36,8 +36,8 @@ TEST(binary_text_array,
   const std::string empty, quoted = R"({"a":"b\"c"})", backslash = "a\\b\\\\", braces = "{x,y}",
                            multibyte = "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80", spaces = "  padded  ",
                            null_word = "NULL";
-  const std::vector<const std::string*> values = {&empty,     &quoted, nullptr, &backslash, &braces,
-                                                  &multibyte, &spaces, &null_word};
+  const std::vector<const std::string*> values = {&empty,  &quoted,    nullptr, &backslash,
+                                                  &braces, &multibyte, &spaces, &null_word};
   const auto by_text = round_trip(c, values, false);
   const auto by_binary = round_trip(c, values, true);
   ASSERT_EQ(by_binary.size(), values.size());
@@ -47,14 +47,15 @@ TEST(binary_text_array,
   EXPECT_EQ(by_binary.at(5), multibyte + "|6");
   // An empty array is an empty array, not a NULL one.
   EXPECT_TRUE(round_trip(c, {}, true).empty());
-  EXPECT_EQ(*c.query("SELECT cardinality($1::text[])", {pg::detail::binary_text_array({}, true)}, intent::read, {},
-                     0b1U)
+  EXPECT_EQ(*c.query("SELECT cardinality($1::text[])", {pg::detail::binary_text_array({}, true)},
+                     intent::read, {}, 0b1U)
                  .at(0)
                  .at(0),
             "0");
 }
 
-TEST(binary_text_array, refuses_a_nul_byte_or_ill_formed_utf8_as_a_text_parameter_does_before_anything_is_sent) {
+TEST(binary_text_array,
+     refuses_a_nul_byte_or_ill_formed_utf8_as_a_text_parameter_does_before_anything_is_sent) {
   const std::string nul("a\0b", 3), bad = "h\xC3llo", fine = "fine";
   try {
     (void)pg::detail::binary_text_array({&fine, &nul}, true);
