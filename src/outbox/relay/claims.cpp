@@ -97,7 +97,7 @@ void relay::impl::loop(const std::stop_token& stop) {
       // Wait for capacity, and for the breaker to allow a claim.
       for (;;) {
         if (stop.stop_requested()) break;
-        if (free_capacity_locked() > 0) {
+        if (claimable_locked()) {
           if (m.breaker == breaker_state::closed) break;
           if (m.breaker == breaker_state::open) {
             const auto now = steady::now();
@@ -111,8 +111,9 @@ void relay::impl::loop(const std::stop_token& stop) {
           (void)cv.wait_for(lock, stop, o.poll_interval, [&] { return !probe_out; });
           continue;
         }
-        // Full: wait for a slot to free.
-        (void)cv.wait_for(lock, stop, o.poll_interval, [&] { return free_capacity_locked() > 0; });
+        // Full, or only part of a claim free while other work is under way:
+        // wait for capacity.
+        (void)cv.wait_for(lock, stop, o.poll_interval, [&] { return claimable_locked(); });
       }
     }
     if (stop.stop_requested()) break;

@@ -113,6 +113,9 @@ struct relay::impl {
   void store_error(std::string_view what, const std::exception& e);
   void store_ok();
   [[nodiscard]] std::size_t free_capacity_locked() const;
+  // A claim round may start: a whole claim's worth of capacity is free, or
+  // some is and nothing else is under way (no queued row, no other round).
+  [[nodiscard]] bool claimable_locked() const;
   // Marks a lease lost once; asks its sink call to stop.
   void mark_lost(flight& f, std::string_view why);
 

@@ -21,6 +21,17 @@ std::size_t relay::impl::free_capacity_locked() const {
   return o.max_in_flight - std::min(o.max_in_flight, held);
 }
 
+bool relay::impl::claimable_locked() const {
+  // A partial round while others run or rows wait splits the capacity into
+  // ever smaller claims, each paying a whole claim's round trips and commit:
+  // the relay at 4 workers averaged 64 rows a claim against the library
+  // loop's 100 (BENCHMARKS.md). Alone, a partial round keeps the workers fed.
+  const std::size_t free = free_capacity_locked();
+  if (free == 0) return false;
+  if (free >= std::min(claim_batch, o.max_in_flight)) return true;
+  return reserved == 0 && tasks.empty();
+}
+
 // ---- workers ----
 void relay::impl::worker() {
   for (;;) {
