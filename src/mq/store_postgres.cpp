@@ -238,6 +238,12 @@ std::vector<row> run_insert(pg::detail::connection& conn, const std::string& sql
   return pg::detail::rows_of(conn.pipeline(batch, intent::write, c).front().get());
 }
 
+// publish.sql, with its ON CONFLICT or (fresh) without it.
+std::string publish_sql(const std::string& schema, bool fresh) {
+  return spool::detail::fill_placeholders(render_sql("postgres/mq/queries/publish.sql", schema),
+                                          {{"{{fresh}}", fresh ? "--" : ""}});
+}
+
 bool keys_distinct(const std::vector<encoded_row>& rows) {
   std::set<std::pair<std::string_view, std::string_view>> seen;
   for (const auto& r : rows) {
@@ -271,15 +277,13 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
   // one runs.
   if (!conn.in_transaction() && keys_distinct(rows)) {
     try {
-      (void)run_insert(conn, render_sql("postgres/mq/queries/publish_fresh.sql", schema), params, rows,
-                       notify, c);
+      (void)run_insert(conn, publish_sql(schema, true), params, rows, notify, c);
       return std::vector<bool>(rows.size(), true);
     } catch (const error& e) {
       if (e.sqlstate() != "23505") throw;
     }
   }
-  const auto inserted =
-      run_insert(conn, render_sql("postgres/mq/queries/publish.sql", schema), std::move(params), rows, notify, c);
+  const auto inserted = run_insert(conn, publish_sql(schema, false), std::move(params), rows, notify, c);
   // Map the inserted (queue, id) keys back to the first input position that
   // carries them: within a batch the first occurrence wins.
   std::map<std::pair<std::string, std::string>, bool> fresh;

@@ -65,8 +65,8 @@ class postgres_store final : public store {
  public:
   postgres_store(spool::detail::database_impl& db, store_config config)
       : db_(db), config_(std::move(config)) {
-    for (const char* name : {"enqueue",
-                             "existing_ids",
+    // (enqueue.sql is rendered per call, with or without its ON CONFLICT.)
+    for (const char* name : {"existing_ids",
                              "holders",
                              "has_ready",
                              "dequeue",
@@ -206,10 +206,10 @@ class postgres_store final : public store {
       position.emplace(acks[i].id, i);
     }
     auto conn = db_.pg_pool().acquire(call);
-    const auto rows = conn->query(sql_.at("ack_many"),
-                                  {binary_text_array(ids, conn->client_utf8()),
-                                   binary_text_array(tokens, conn->client_utf8())},
-                                  intent::write, call, 0b11U);
+    const auto rows = conn->query(
+        sql_.at("ack_many"),
+        {binary_text_array(ids, conn->client_utf8()), binary_text_array(tokens, conn->client_utf8())},
+        intent::write, call, 0b11U);
     std::vector<fence_result> out(acks.size());
     for (const auto& r : rows) {
       const auto it = position.find(r.at(0).value_or(""));

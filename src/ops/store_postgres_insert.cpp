@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/text/sql_template.hpp"
 #include "engine/database_impl.hpp"
 #include "ops/store.hpp"
 #include "ops/store_postgres.hpp"
@@ -48,6 +49,12 @@ std::vector<param> insert_params(const store_config& config, const std::vector<i
           config.channel};
 }
 
+// enqueue.sql, with its ON CONFLICT or (fresh) without it.
+std::string enqueue_sql(const store_config& config, bool fresh) {
+  return spool::detail::fill_placeholders(ops_sql(engine::postgres, "enqueue", config),
+                                          {{"{{fresh}}", fresh ? "--" : ""}});
+}
+
 // Pairs the RETURNING ids with the items (an id repeated in the batch is
 // refused before the statement, so each returned id is one item's); an item
 // not returned was skipped, for a taken id when taken holds it, else for its
@@ -89,15 +96,13 @@ std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const 
       std::none_of(items.begin(), items.end(), [](const insert_item& it) { return it.dedup_key; });
   if (keyless && !conn.in_transaction()) {
     try {
-      (void)conn.exec(ops_sql(engine::postgres, "enqueue_fresh", config), params, intent::write, call,
-                      insert_binary);
+      (void)conn.exec(enqueue_sql(config, true), params, intent::write, call, insert_binary);
       return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
     } catch (const error& e) {
       if (e.sqlstate() != "23505") throw;
     }
   }
-  const auto inserted =
-      conn.query(ops_sql(engine::postgres, "enqueue", config), params, intent::write, call, insert_binary);
+  const auto inserted = conn.query(enqueue_sql(config, false), params, intent::write, call, insert_binary);
   if (inserted.size() == items.size())
     return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
   std::vector<std::string> skipped;

@@ -8,6 +8,12 @@
 -- item of this batch: rows are inserted in input order) is skipped, and so is
 -- an item whose id is already taken (a retried or resumed batch). The caller
 -- tells the two apart by looking up the skipped ids (existing_ids.sql).
+-- The marker before ON CONFLICT is empty, or "--" for a batch of new ids
+-- without dedup keys in a transaction of its own (store_postgres_insert.cpp):
+-- without ON CONFLICT, whose speculative insertion costs each row a second
+-- probe of the unique indexes and a confirmation record in the WAL (issue
+-- 13). There a taken id fails the whole statement (unique_violation), nothing
+-- is written, and the caller runs the statement with ON CONFLICT.
 -- The NOTIFY (one per distinct type made ready now) is part of the same
 -- statement, so it is sent only if the insert commits.
 WITH ins AS (
@@ -20,7 +26,7 @@ WITH ins AS (
   FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::bigint[], $8::text[])
        WITH ORDINALITY AS r(id, type, payload, priority, max_attempts, not_before, delay_us, dedup_key, n)
   ORDER BY r.n
-  ON CONFLICT DO NOTHING
+  {{fresh}} ON CONFLICT DO NOTHING
   RETURNING o.id, o.type, o.not_before
 ), woken AS (
   SELECT pg_notify($10::text, d.type)
