@@ -219,11 +219,12 @@ namespace {
 
 // Runs one publish statement and, with notify on, a NOTIFY per queue written
 // in its transaction: the caller's, or one pipelined implicit transaction.
-std::vector<row> run_insert(pg::detail::connection& conn, const std::string& sql, std::vector<param> params,
-                            const std::vector<encoded_row>& rows, bool notify, const call_options& c) {
+std::vector<row> run_insert(pg::detail::connection& conn, const std::string& sql,
+                            const std::vector<param>& params, const std::vector<encoded_row>& rows,
+                            bool notify, const call_options& c) {
   constexpr pg::detail::binary_mask arrays = 0b1111U;  // $1..$4 are binary_text_arrays
   if (!notify) return conn.query(sql, params, intent::write, c, arrays);
-  std::vector<pg::detail::connection::statement> batch{{sql, std::move(params), arrays}};
+  std::vector<pg::detail::connection::statement> batch{{sql, params, arrays}};
   std::vector<std::string> notified;
   for (const auto& r : rows) {
     if (std::find(notified.begin(), notified.end(), *r.queue_name) == notified.end())
@@ -280,10 +281,10 @@ std::vector<bool> postgres_insert(pg::detail::connection& conn, const std::strin
       (void)run_insert(conn, publish_sql(schema, true), params, rows, notify, c);
       return std::vector<bool>(rows.size(), true);
     } catch (const error& e) {
-      if (e.sqlstate() != "23505") throw;
+      if (!pg::detail::is_unique_violation(e)) throw;
     }
   }
-  const auto inserted = run_insert(conn, publish_sql(schema, false), std::move(params), rows, notify, c);
+  const auto inserted = run_insert(conn, publish_sql(schema, false), params, rows, notify, c);
   // Map the inserted (queue, id) keys back to the first input position that
   // carries them: within a batch the first occurrence wins.
   std::map<std::pair<std::string, std::string>, bool> fresh;

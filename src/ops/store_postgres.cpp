@@ -1,6 +1,8 @@
 // The op queue on PostgreSQL: every statement is one file under
 // sql/postgres/ops/queries/, all values bound, identifiers only from
 // validated configuration (op-queue.md §4).
+#include "ops/store_postgres.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include "engine/database_impl.hpp"
 #include "migrate/migration_files.hpp"
 #include "ops/store.hpp"
-#include "ops/store_postgres.hpp"
 #include "ops/time.hpp"
 #include "spool/error.hpp"
 
@@ -21,33 +22,36 @@ namespace spool::ops::detail {
 
 using pg::detail::intent;
 
-
-std::string text_array(const std::vector<std::string>& values) {
+namespace {
+// The values as the engine's array encoders take them (nullptr: NULL).
+std::vector<const std::string*> pointers(const std::vector<std::string>& values) {
   std::vector<const std::string*> ptrs;
   ptrs.reserve(values.size());
   for (const auto& v : values) ptrs.push_back(&v);
-  return pg::detail::text_array(ptrs);
+  return ptrs;
+}
+std::vector<const std::string*> pointers(const std::vector<std::optional<std::string>>& values) {
+  std::vector<const std::string*> ptrs;
+  ptrs.reserve(values.size());
+  for (const auto& v : values) ptrs.push_back(v ? &*v : nullptr);
+  return ptrs;
+}
+}  // namespace
+
+std::string text_array(const std::vector<std::string>& values) {
+  return pg::detail::text_array(pointers(values));
 }
 
 std::string text_array(const std::vector<std::optional<std::string>>& values) {
-  std::vector<const std::string*> ptrs;
-  ptrs.reserve(values.size());
-  for (const auto& v : values) ptrs.push_back(v ? &*v : nullptr);
-  return pg::detail::text_array(ptrs);
+  return pg::detail::text_array(pointers(values));
 }
 
 std::string binary_text_array(const std::vector<std::string>& values, bool utf8) {
-  std::vector<const std::string*> ptrs;
-  ptrs.reserve(values.size());
-  for (const auto& v : values) ptrs.push_back(&v);
-  return pg::detail::binary_text_array(ptrs, utf8);
+  return pg::detail::binary_text_array(pointers(values), utf8);
 }
 
 std::string binary_text_array(const std::vector<std::optional<std::string>>& values, bool utf8) {
-  std::vector<const std::string*> ptrs;
-  ptrs.reserve(values.size());
-  for (const auto& v : values) ptrs.push_back(v ? &*v : nullptr);
-  return pg::detail::binary_text_array(ptrs, utf8);
+  return pg::detail::binary_text_array(pointers(values), utf8);
 }
 
 param boolean(bool b) { return std::string(b ? "true" : "false"); }
@@ -57,9 +61,7 @@ namespace {
 using spool::detail::opt_text;
 using spool::detail::to_i64;
 
-bool is_unique_violation(const error& e) {
-  return e.code() == errc::database_error && e.reason() == "unique_violation";
-}
+using pg::detail::is_unique_violation;
 
 class postgres_store final : public store {
  public:

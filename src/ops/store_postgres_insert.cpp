@@ -99,7 +99,7 @@ std::vector<insert_outcome> postgres_insert(pg::detail::connection& conn, const 
       (void)conn.exec(enqueue_sql(config, true), params, intent::write, call, insert_binary);
       return std::vector<insert_outcome>(items.size(), insert_outcome::inserted);
     } catch (const error& e) {
-      if (e.sqlstate() != "23505") throw;
+      if (!pg::detail::is_unique_violation(e)) throw;
     }
   }
   const auto inserted = conn.query(enqueue_sql(config, false), params, intent::write, call, insert_binary);

@@ -495,6 +495,10 @@ std::string text_array(const std::vector<const std::string*>& values) {
   return out;
 }
 
+bool is_unique_violation(const spool::error& e) noexcept {
+  return e.code() == errc::database_error && e.reason() == "unique_violation";
+}
+
 namespace {
 void put_be32(std::string& out, std::uint32_t v) {
   const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),

@@ -17,6 +17,10 @@
 #include "spool/call_options.hpp"
 #include "spool/database.hpp"
 
+namespace spool {
+class error;
+}
+
 namespace spool::pg::detail {
 
 struct text_params;
@@ -146,6 +150,11 @@ std::vector<row> rows_of(const PGresult* res);
 // server offers none, else unavailable (connect_failed). display names the
 // target (redacted).
 [[noreturn]] void throw_connect_error(const std::string& display, std::string libpq_message);
+
+// A statement refused for a duplicate key (SQLSTATE 23505, as errors.cpp
+// translates it): how a caller that tried an insert without ON CONFLICT
+// tells "taken" from any other failure.
+[[nodiscard]] bool is_unique_violation(const spool::error& e) noexcept;
 
 // Encodes values as a PostgreSQL text[] literal ({"a",NULL,"b"}), for UNNEST.
 std::string text_array(const std::vector<const std::string*>& values);
