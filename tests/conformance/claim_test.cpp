@@ -1,5 +1,6 @@
 // Claiming: receipts, both eligibility gates, windows, order (§5.1; scenarios
 // 1, 7–9, 17, 18, 25, 34, 35, 46).
+#include <algorithm>
 #include <set>
 
 #include "conformance/mq_fixture.hpp"
@@ -153,6 +154,27 @@ TEST_P(mq_claim, an_empty_group_is_distinct_from_null_and_an_id_equal_to_a_group
   insert_raw("q", "a-head", R"({"id":"a-head"})", std::string("zz"), t);
   insert_raw("q", "zz", R"({"id":"zz"})", std::nullopt, t);  // ungrouped, id = "zz"
   EXPECT_EQ(ids(q->poll(10)), (std::vector<std::string>{"a-head", "e1", "n1"}));
+}
+
+TEST_P(mq_claim, the_lone_grouped_row_of_a_queue_holds_back_the_ungrouped_row_its_group_names_and_other_queues_groups_hold_back_nothing) {
+  // The claim skips the group probes when its queue holds no grouped row:
+  // grouped rows of another queue must not switch them on or gate anything,
+  // and one grouped row is enough to switch them on.
+  auto q = make_queue();
+  const auto t = unix_now();
+  insert_raw("other", "o1", R"({"id":"o1"})", std::string("x"), t - 10);
+  insert_raw("q", "x", R"({"id":"x"})", std::nullopt, t);
+  insert_raw("q", "y", R"({"id":"y"})", std::nullopt, t);
+  auto first = ids(q->poll(10));
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, (std::vector<std::string>{"x", "y"}));
+
+  insert_raw("q", "h", R"({"id":"h"})", std::string("zz"), t - 5);
+  insert_raw("q", "zz", R"({"id":"zz"})", std::nullopt, t);
+  insert_raw("q", "w", R"({"id":"w"})", std::nullopt, t);
+  auto second = ids(q->poll(10));
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(second, (std::vector<std::string>{"h", "w"}));
 }
 
 SPOOL_BOTH_ENGINES(mq_claim);

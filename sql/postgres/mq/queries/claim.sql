@@ -15,7 +15,11 @@
 -- The group's earlier rows are found in two probes: grouped rows in
 -- idx_queue_group_head (mq/3), and the one ungrouped row whose id is the
 -- candidate's group name by the primary key; an ungrouped candidate pays one
--- probe of the (small) grouped index and nothing else.
+-- probe of the (small) grouped index and nothing else. When the queue has no
+-- grouped row at all (one probe of that index, an init plan run once per
+-- statement in the same snapshot as the per-candidate probes), no candidate
+-- can be gated and the probes are skipped: they were about a tenth of a
+-- claim of 100 at 4 workers and a fifth at 16 (docs/BENCHMARKS.md, round 6).
 -- Rows locked by a concurrent poll are skipped; the UPDATE re-checks
 -- visible_at <= now on the locked row version, which prevents a double claim.
 -- The UPDATE finds each locked row by its ctid (a TID scan, not a second
@@ -29,7 +33,10 @@ WITH clock AS (
   FROM {{s}}queue_messages m
   WHERE m.queue_name = $1
     AND m.visible_at <= (SELECT now FROM clock)
-    AND NOT EXISTS (
+    AND (NOT (SELECT EXISTS (
+               SELECT 1 FROM {{s}}queue_messages g
+               WHERE g.queue_name = $1 AND g.message_group_id IS NOT NULL))
+         OR NOT EXISTS (
       SELECT 1 FROM {{s}}queue_messages e
       WHERE e.queue_name = m.queue_name
         AND e.message_group_id IS NOT NULL
@@ -46,7 +53,7 @@ WITH clock AS (
       -- OFFSET 0 keeps this a per-candidate index probe: pulled up into an
       -- anti-join it becomes quadratic in the backlog when statistics are
       -- missing (a fresh table) or the performance indexes are absent.
-      OFFSET 0)
+      OFFSET 0))
     AND (m.message_group_id IS NULL OR NOT EXISTS (
       SELECT 1 FROM {{s}}queue_messages e
       WHERE e.queue_name = m.queue_name
