@@ -156,7 +156,9 @@ TEST_P(mq_claim, an_empty_group_is_distinct_from_null_and_an_id_equal_to_a_group
   EXPECT_EQ(ids(q->poll(10)), (std::vector<std::string>{"a-head", "e1", "n1"}));
 }
 
-TEST_P(mq_claim, the_lone_grouped_row_of_a_queue_holds_back_the_ungrouped_row_its_group_names_and_other_queues_groups_hold_back_nothing) {
+TEST_P(
+    mq_claim,
+    the_lone_grouped_row_of_a_queue_holds_back_the_ungrouped_row_its_group_names_and_other_queues_groups_hold_back_nothing) {
   // The claim skips the group probes when its queue holds no grouped row:
   // grouped rows of another queue must not switch them on or gate anything,
   // and one grouped row is enough to switch them on.

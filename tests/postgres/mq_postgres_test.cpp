@@ -278,6 +278,14 @@ TEST_F(mq_postgres, an_ungrouped_claim_walks_only_visible_rows_and_touches_no_in
   EXPECT_NE(plan.find("(visible_at <= $"), std::string::npos) << plan;  // a range bound, not a filter
   EXPECT_NE(plan.find("Index Scan Backward using idx_queue_group_head"), std::string::npos)
       << plan;  // nearest earlier row first
+  // No grouped row in the queue: one probe of idx_queue_group_head decides,
+  // and no candidate pays for the group probes.
+  EXPECT_NE(plan.find("Index Only Scan using idx_queue_group_head on queue_messages g (actual time="),
+            std::string::npos)
+      << plan;
+  const auto backward = plan.find("Index Scan Backward using idx_queue_group_head");
+  EXPECT_NE(plan.find("(never executed)", backward), std::string::npos) << plan;
+  EXPECT_LT(plan.find("(never executed)", backward), plan.find('\n', backward)) << plan;
   EXPECT_EQ(plan.find("idx_queue_fifo"), std::string::npos) << plan;
   EXPECT_EQ(scalar("SELECT count(*) FROM queue_messages WHERE receipt_handle LIKE '0f0e0d0c-%'"), 10);
 }

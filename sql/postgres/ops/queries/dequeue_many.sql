@@ -5,8 +5,15 @@
 -- caller can restore claim order (RETURNING has none).
 -- The limit is a literal (one prepared statement per batch size) so that the
 -- generic plan is the index walk; see mq/queries/claim.sql.
+-- The UPDATE finds each locked row by its ctid (a TID scan), as the message
+-- queue's claim does: joined by id, the planner estimated a hash join over a
+-- sequential scan of the pending rows cheaper than a hundred primary-key
+-- probes once the table was analysed (below some 30,000 rows), and every
+-- claim then read the whole table (4.9 ms instead of 2.3 for 100 of 20,000;
+-- docs/BENCHMARKS.md, round 6). The row is locked by this statement, so its
+-- version cannot change before the UPDATE, and the UPDATE re-checks status.
 WITH candidate AS (
-  SELECT id, priority, enqueued_at FROM {{s}}{{ops}}
+  SELECT ctid AS tid, id, priority, enqueued_at FROM {{s}}{{ops}}
   WHERE status = 'pending'
     AND (not_before IS NULL OR not_before <= now())
     AND (cardinality($1::text[]) = 0 OR type = ANY ($1::text[]))
@@ -14,13 +21,13 @@ WITH candidate AS (
   LIMIT {{limit}}
   FOR UPDATE SKIP LOCKED
 ), numbered AS (
-  SELECT id, row_number() OVER (ORDER BY priority DESC, enqueued_at, id) AS n FROM candidate
+  SELECT tid, row_number() OVER (ORDER BY priority DESC, enqueued_at, id) AS n FROM candidate
 )
 UPDATE {{s}}{{ops}} AS o
 SET status = 'running', attempts = o.attempts + 1, started_at = now(), heartbeat_at = now(),
     lease_owner = $2::text, lease_token = ($3::text[])[c.n], dedup_key = NULL
 FROM numbered c
-WHERE o.id = c.id AND o.status = 'pending'
+WHERE o.ctid = c.tid AND o.status = 'pending'
 RETURNING o.id, o.type, o.payload::text, o.status, o.priority, o.attempts, o.max_attempts, o.last_error,
   to_char(o.enqueued_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
   to_char(o.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
