@@ -196,21 +196,24 @@ psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox
 # per claimed batch of a type) and `spool relay --sink file:/dev/null`, at
 # concurrency 1, 4 and 16; the rate is rows gone over the time until none is
 # left. The ratio lines set each beside the library loop (W3, batch 100).
-CLI_BACKLOG=${CLI_BACKLOG:-20000}
+CLI_BACKLOG=${CLI_BACKLOG:-50000}
 [[ -n ${QUICK:-} ]] && CLI_BACKLOG=300
-# cli_runtime NAME CONCURRENCY COUNT_SQL CMD…: one {"kind":"cli_runtime"} line.
+# cli_runtime NAME CONCURRENCY ROWS_SQL CMD…: one {"kind":"cli_runtime"} line; ROWS_SQL
+# selects the rows left.
+# One psql session asks every 50 ms whether a row is left (EXISTS stops at the
+# first): a psql started for a count(*) every 50 ms took about 15 % of this
+# 2-core machine from the runtime it measured (docs/BENCHMARKS.md, round 6).
 cli_runtime() {
-  local name=$1 conc=$2 count_sql=$3 pid t0 t1 left i
+  local name=$1 conc=$2 rows_sql=$3 pid t0 t1 left line
   shift 3
   t0=$(date +%s.%N)
   "$@" >/dev/null 2>"$WORK/cli_runtime.log" &
   pid=$!
-  for i in $(seq 1 6000); do
-    left=$(psql_bench -A -t -c "$count_sql")
-    ((left == 0)) && break
-    sleep 0.05
-  done
+  while read -r line; do
+    [[ $line == f ]] && break
+  done < <(printf '%s \\watch 0.05\n' "SELECT EXISTS ($rows_sql)" | timeout 300 "$PG_BIN/psql" -X -q -A -t -d "$URI")
   t1=$(date +%s.%N)
+  left=$(psql_bench -A -t -c "SELECT count(*) FROM ($rows_sql) AS r")
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" || true
   jq -c -n --arg p "$name" --argjson c "$conc" --argjson n "$((CLI_BACKLOG - left))" --argjson backlog "$CLI_BACKLOG" \
@@ -224,7 +227,7 @@ for conc in 1 4 16; do
     SELECT 'cli-' || g, 'spool_cli', NULL, NULL, floor(extract(epoch FROM now()))::bigint,
       '{\"id\":\"cli-' || g || '\",\"poolCode\":\"bench\",\"mediationType\":\"HTTP\",\"mediationTarget\":\"https://bench.example.com/hook\",\"pad\":\"' || repeat('x', 100) || '\"}',
       floor(extract(epoch FROM now()))::bigint, 0 FROM generate_series(1, $CLI_BACKLOG) g" -c 'VACUUM ANALYZE queue_messages'
-  cli_runtime "mq work" "$conc" "SELECT count(*) FROM queue_messages WHERE queue_name = 'spool_cli'" \
+  cli_runtime "mq work" "$conc" "SELECT 1 FROM queue_messages WHERE queue_name = 'spool_cli'" \
     "$SPOOL_CLI" mq work --db "$URI" --queue spool_cli --exec true --batch 100 --concurrency "$conc"
   # enqueued_at a microsecond apart, as enqueue_batch writes them: the legacy
   # index orders by (status, priority, enqueued_at) only, so ops that all share
@@ -232,12 +235,12 @@ for conc in 1 4 16; do
   psql_bench -c "INSERT INTO ops_queue (id, type, payload, enqueued_at)
     SELECT 'cli' || g, 'spool_cli', '{}', now() + g * interval '1 microsecond' FROM generate_series(1, $CLI_BACKLOG) g" \
     -c 'VACUUM ANALYZE ops_queue'
-  cli_runtime "ops work" "$conc" "SELECT count(*) FROM ops_queue WHERE type = 'spool_cli' AND status IN ('pending', 'running')" \
+  cli_runtime "ops work" "$conc" "SELECT 1 FROM ops_queue WHERE type = 'spool_cli' AND status IN ('pending', 'running')" \
     "$SPOOL_CLI" ops work --db "$URI" --type spool_cli --exec true --batch 100 --concurrency "$conc"
   psql_bench -c "INSERT INTO outbox_messages (id, topic, payload, payload_version)
     SELECT 'cli' || g, 'spool_cli', convert_to(repeat('x', $PAYLOAD_BYTES), 'UTF8'), 1 FROM generate_series(1, $CLI_BACKLOG) g" \
     -c 'VACUUM ANALYZE outbox_messages'
-  cli_runtime "relay" "$conc" "SELECT count(*) FROM outbox_messages WHERE topic = 'spool_cli' AND state IN ('pending', 'leased')" \
+  cli_runtime "relay" "$conc" "SELECT 1 FROM outbox_messages WHERE topic = 'spool_cli' AND state IN ('pending', 'leased')" \
     "$SPOOL_CLI" relay --db "$URI" --sink file:/dev/null --concurrency "$conc" --batch 100
   psql_bench -c 'TRUNCATE queue_messages, queue_messages_failed, ops_queue, outbox_messages'
 done

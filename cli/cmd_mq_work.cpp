@@ -36,7 +36,8 @@ void run_work(cli_context& ctx, const work_args& a) {
   signal_scope signals;
   const auto visibility =
       a.visibility.empty() ? std::chrono::seconds(30) : parse_seconds(a.visibility, "--visibility");
-  const spool::database db = open_database(ctx);
+  const spool::database db =
+      open_database(ctx, a.concurrency + 4);  // each worker, and the consumer's own calls
   spool::mq::queue q(db, {.name = a.queue,
                           .visibility_timeout = visibility,
                           .schema = a.schema,

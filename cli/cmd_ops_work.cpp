@@ -49,7 +49,8 @@ void run_ops_work(cli_context& ctx, const ops_work_args& a) {
   qo.schema = a.schema;
   qo.table = a.table;
   qo.notify = ctx.notify;
-  spool::database db = open_database(ctx);
+  // Each worker, and the pool's own calls (claims, heartbeats, rescues).
+  spool::database db = open_database(ctx, static_cast<std::size_t>(a.concurrency) + 4);
   spool::ops::queue q(db, qo);  // connects and checks the schema: fail fast
   spool::ops::worker_pool_options po;
   po.workers = a.concurrency;

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
@@ -138,7 +139,11 @@ health_report relay_health_report(const spool::outbox::relay_health& h, bool det
 void run_relay(cli_context& ctx, const relay_args& a) {
   using namespace spool::outbox;
   signal_scope signals({SIGINT, SIGTERM, SIGHUP});
-  spool::database db = open_database(ctx);
+  // A connection for each sink call (one recording its own row), each of up
+  // to four claim rounds and four batched records, the lease renewer, and a
+  // spare: in the default pool of 8 the relay at --concurrency 4 --batch 100
+  // waited for connections (0.7 of the library relay, docs/BENCHMARKS.md).
+  spool::database db = open_database(ctx, static_cast<std::size_t>(a.concurrency) + 10);
   store_options so;
   so.config.schema = a.schema;
   so.config.table = a.table;
@@ -148,12 +153,17 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   if (!a.owner.empty()) ro.owner = a.owner;
   ro.max_in_flight = static_cast<std::size_t>(a.concurrency);
   if (a.batch > 0) {
-    // --concurrency sink calls with two claims' worth queued behind them: a
-    // fast sink is never starved between claims, deliveries are recorded
-    // together, and a stop has at most that much to release.
+    // --concurrency sink calls with a claim's worth queued behind each claim
+    // round the relay may run at once (one per sink call, at most four;
+    // never fewer than two claims' worth): a fast sink is never starved
+    // between claims, deliveries are recorded together, and a stop has at
+    // most that much to release. With two claims' worth only, the relay
+    // claimed two batches at a time whatever --concurrency said: at 4 and 16
+    // it drained at 0.6-0.7 of the library loop (docs/BENCHMARKS.md, round 6).
     ro.sink_concurrency = ro.max_in_flight;
     ro.claim_batch = a.batch;
-    ro.max_in_flight = ro.sink_concurrency + 2 * a.batch;
+    const std::size_t rounds = std::clamp<std::size_t>(ro.sink_concurrency, 2, 4);
+    ro.max_in_flight = ro.sink_concurrency + rounds * a.batch;
   }
   ro.max_attempts = a.max_attempts;
   ro.notify = ctx.notify;
@@ -275,8 +285,9 @@ void add_relay_command(CLI::App& app, cli_context& ctx) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--batch", a->batch,
-                  "Envelopes claimed at once (default: min(--concurrency, 100)); up to --concurrency + 2 × N "
-                  "leases are held, and deliveries are recorded together")
+                  "Envelopes claimed at once (default: min(--concurrency, 100)); up to --concurrency + K × N "
+                  "leases are held, K = --concurrency within 2..4 (the claims run at once), and "
+                  "deliveries are recorded together")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--owner", a->owner, "Lease owner [default: <host>:<pid>:<8 hex>]");
   cmd->add_option("--max-attempts", a->max_attempts, "Failures before dead-lettering")

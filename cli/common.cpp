@@ -1,12 +1,13 @@
 #include "common.hpp"
 
-#include "common/text/rfc3339.hpp"
-
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <limits>
+
+#include "common/text/rfc3339.hpp"
 
 namespace spool::cli {
 
@@ -106,14 +107,19 @@ void emit_line(cli_context& ctx, std::string_view line) {
   ctx.out += '\n';
 }
 
-spool::database open_database(const cli_context& ctx) { return spool::database::open(ctx.db_uri); }
+spool::database open_database(const cli_context& ctx, std::size_t connections) {
+  spool::database_options o;
+  o.pool_size = std::max(o.pool_size, connections);
+  return spool::database::open(ctx.db_uri, o);
+}
 
 void add_notify_option(CLI::App& app, cli_context& ctx) {
-  app.add_flag("--notify", ctx.notify,
-               "PostgreSQL wake-ups: writers NOTIFY at commit, workers and relays LISTEN while idle, so work "
-               "starts at once instead of at the next poll (polling stays the fallback). NOTIFY serialises "
-               "commits cluster-wide for a moment: enable it when latency matters more than peak commit rate. "
-               "Ignored on SQLite, where a process's own commits wake its workers.");
+  app.add_flag(
+      "--notify", ctx.notify,
+      "PostgreSQL wake-ups: writers NOTIFY at commit, workers and relays LISTEN while idle, so work "
+      "starts at once instead of at the next poll (polling stays the fallback). NOTIFY serialises "
+      "commits cluster-wide for a moment: enable it when latency matters more than peak commit rate. "
+      "Ignored on SQLite, where a process's own commits wake its workers.");
 }
 
 void add_connection_options(CLI::App& app, cli_context& ctx) {
