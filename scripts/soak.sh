@@ -3,7 +3,8 @@
 # RUNS times in a row in BUILD_DIR, each run with fresh random seeds (SPOOL_CHAOS_SEED is unset).
 # Every run's full output goes to BUILD_DIR/soak/run-N.log; BUILD_DIR/soak/summary.txt gets one line
 # per run with its verdict and the seed of each chaos and fault test (replay one with
-# SPOOL_CHAOS_SEED=<seed> or SPOOL_TEST_FAULTS_SEED=<seed> and --gtest_filter=<test>). Exits non-zero unless every run was green. `make soak` runs it.
+# SPOOL_CHAOS_SEED=<seed> or SPOOL_TEST_FAULTS_SEED=<seed> and --gtest_filter=<test>); a failed chaos run's
+# delivery logs are kept in BUILD_DIR/soak/kept-N. Exits non-zero unless every run was green. `make soak` runs it.
 set -uo pipefail
 
 build=${1:?usage: soak.sh BUILD_DIR RUNS}
@@ -18,7 +19,10 @@ green=0
 for ((i = 1; i <= runs; i++)); do
   log=$out/run-$i.log
   start=$(date +%s)
-  if ctest --test-dir "$build" -V -j2 -R '^(chaos_postgres|chaos_sqlite|faults_tests)$' >"$log" 2>&1; then
+  # A chaos test that finds a fault copies its actors' delivery logs here, so
+  # that the run can be examined after its temporary directory is gone.
+  if SPOOL_CHAOS_KEEP_LOGS=$out/kept-$i \
+    ctest --test-dir "$build" -V -j2 -R '^(chaos_postgres|chaos_sqlite|faults_tests)$' >"$log" 2>&1; then
     verdict=green
     green=$((green + 1))
   else
