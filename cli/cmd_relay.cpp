@@ -141,8 +141,8 @@ void run_relay(cli_context& ctx, const relay_args& a) {
   signal_scope signals({SIGINT, SIGTERM, SIGHUP});
   // A connection for each sink call (one recording its own row), each of up
   // to four claim rounds and four batched records, the lease renewer, and a
-  // spare: in the default pool of 8 the relay at --concurrency 4 --batch 100
-  // waited for connections (0.7 of the library relay, docs/BENCHMARKS.md).
+  // spare: the default pool of 8 is fewer than that already at
+  // --concurrency 4 --batch 100.
   spool::database db = open_database(ctx, static_cast<std::size_t>(a.concurrency) + 10);
   store_options so;
   so.config.schema = a.schema;
@@ -157,9 +157,8 @@ void run_relay(cli_context& ctx, const relay_args& a) {
     // round the relay may run at once (one per sink call, at most four;
     // never fewer than two claims' worth): a fast sink is never starved
     // between claims, deliveries are recorded together, and a stop has at
-    // most that much to release. With two claims' worth only, the relay
-    // claimed two batches at a time whatever --concurrency said: at 4 and 16
-    // it drained at 0.6-0.7 of the library loop (docs/BENCHMARKS.md, round 6).
+    // most that much to release. With two claims' worth only, the relay ran
+    // two claim rounds at a time whatever --concurrency said.
     ro.sink_concurrency = ro.max_in_flight;
     ro.claim_batch = a.batch;
     const std::size_t rounds = std::clamp<std::size_t>(ro.sink_concurrency, 2, 4);

@@ -81,7 +81,7 @@ void emit_line(cli_context& ctx, std::string_view line);
 // Opens --db. Validates the URI without connecting.
 // Opens --db. connections > 0 raises the pool's cap (default 8) to it: a
 // runtime working N things at once needs a connection for each of its
-// claimers, recorders and workers, and waited for one in a pool of 8.
+// claimers, recorders and workers.
 [[nodiscard]] spool::database open_database(const cli_context& ctx, std::size_t connections = 0);
 
 // Adds --db, --json and --log-level to a (sub)command so that its --help

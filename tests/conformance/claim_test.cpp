@@ -167,16 +167,17 @@ TEST_P(
   insert_raw("other", "o1", R"({"id":"o1"})", std::string("x"), t - 10);
   insert_raw("q", "x", R"({"id":"x"})", std::nullopt, t);
   insert_raw("q", "y", R"({"id":"y"})", std::nullopt, t);
-  auto first = ids(q->poll(10));
-  std::sort(first.begin(), first.end());
-  EXPECT_EQ(first, (std::vector<std::string>{"x", "y"}));
+  const auto sorted_ids = [](const std::vector<mq::delivered_message>& got) {
+    auto out = ids(got);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(sorted_ids(q->poll(10)), (std::vector<std::string>{"x", "y"}));
 
   insert_raw("q", "h", R"({"id":"h"})", std::string("zz"), t - 5);
   insert_raw("q", "zz", R"({"id":"zz"})", std::nullopt, t);
   insert_raw("q", "w", R"({"id":"w"})", std::nullopt, t);
-  auto second = ids(q->poll(10));
-  std::sort(second.begin(), second.end());
-  EXPECT_EQ(second, (std::vector<std::string>{"h", "w"}));
+  EXPECT_EQ(sorted_ids(q->poll(10)), (std::vector<std::string>{"h", "w"}));
 }
 
 SPOOL_BOTH_ENGINES(mq_claim);
