@@ -89,6 +89,18 @@ std::vector<int> spool_backends(const std::string& uri) {
   return pids;
 }
 
+// Whether Spool's connections to the database are all gone within `wait`:
+// a closed connection's backend exits asynchronously after the client's
+// Terminate message.
+bool no_spool_backends_within(const std::string& uri, std::chrono::milliseconds wait) {
+  const auto until = hung_clock::now() + wait;
+  for (;;) {
+    if (spool_backends(uri).empty()) return true;
+    if (hung_clock::now() > until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
 int postmaster_pid(const std::string& uri) {
   const auto dir = pg_query(uri, "SHOW data_directory").at(0).at(0).value();
   std::ifstream in(dir + "/postmaster.pid");
@@ -177,8 +189,11 @@ TEST(faults_hung_server_postgres, a_connect_to_a_stopped_postmaster_is_bounded_b
   spool::migrate(db);
   mq::queue q(db, {.name = "hung"});
   {
-    // The pool holds no connection yet, so the call must connect.
-    ASSERT_TRUE(spool_backends(server.uri()).empty()) << "the pool already holds a connection";
+    // The pool holds no connection yet, so the call must connect. The
+    // migration's own connection is closed, but its backend leaves
+    // pg_stat_activity only once it has exited: wait for that, so that a
+    // connection still listed here can only be one the pool kept.
+    ASSERT_TRUE(no_spool_backends_within(server.uri(), 10s)) << "the pool already holds a connection";
     frozen f({postmaster_pid(server.uri())});
     const auto r = time_call([&] { (void)q.publish(hung_message("during"), 0s, call_options::within(1s)); });
     f.resume();
