@@ -14,6 +14,11 @@
 # clients, the same drain at 4 clients while another session holds a
 # REPEATABLE READ snapshot ("held"), and publish of 100 rows per transaction
 # (legacy, native, a uuid-keyed two-index row, and the one-index insert floor).
+# Then, with pgbench -M simple for both (the rotated cycle names its table),
+# the legacy drain beside a rotated one at 4 clients, clean and held:
+#   rotated the backlog spread over ten generation tables shaped like
+#           queue_messages, claimed oldest first with the legacy SQL, each
+#           truncated once drained (rotated_cycle.sql; the rotator below).
 #
 #   bench/native_prototype/run.sh            start a durable server of its own
 #   PG_URI=postgresql://… run.sh             use a running server
@@ -82,12 +87,72 @@ publish() {
     'BEGIN { printf "{\"kind\":\"publish\",\"round\":%d,\"layout\":\"%s\",\"batch\":100,\"msgs_per_s\":%.0f}\n", r, k, t * 100 }'
 }
 
+# rotator: truncates each generation once the head has passed it and it holds
+# no row (a real layout would also move in-flight and delayed rows forward).
+rotator() {
+  local g e
+  for g in 0 1 2 3 4 5 6 7 8; do
+    while [ ! -f "$STOP" ]; do
+      e=$(psql -X -Atq -d "$PG_URI" -c "SELECT (SELECT gen FROM rotated_head) > $g AND NOT EXISTS (SELECT 1 FROM rotated_$g)")
+      if [ "$e" = t ]; then
+        psql -X -q -d "$PG_URI" -c "SET lock_timeout = '2s'; TRUNCATE rotated_$g" 2>/dev/null && break
+      fi
+      sleep 0.05
+    done
+  done
+}
+
+# drain_simple KIND [held]: KIND legacy or rotated, 4 clients, pgbench -M
+# simple; msgs/s from the messages gone over the wall time (a rotated
+# client's claim can come back empty while it waits for the head to move).
+drain_simple() {
+  local kind=$1 held=${2:-} script now="floor(extract(epoch FROM now()))::bigint - 1" per=$((BACKLOG / 10))
+  if [ "$kind" = rotated ]; then
+    for g in 0 1 2 3 4 5 6 7 8 9; do
+      psql_q -c "TRUNCATE rotated_$g" -c "INSERT INTO rotated_$g (id, queue_name, message_group_id, receipt_handle, visible_at, payload, created_at, receive_count) SELECT '0193a' || lpad(to_hex(i), 31, '0'), 'bench', NULL, NULL, $now, repeat('x', $PAD), $now, 0 FROM generate_series($g * $per + 1, ($g + 1) * $per) i" -c "VACUUM ANALYZE rotated_$g"
+    done
+    psql_q -c 'DELETE FROM rotated_head' -c 'INSERT INTO rotated_head VALUES (0)' -c CHECKPOINT
+    script=rotated_cycle.sql
+  else
+    load legacy
+    script=legacy_cycle_simple.sql
+  fi
+  if [ -n "$held" ]; then
+    exec 7> >(psql -X -q -d "$PG_URI" >/dev/null 2>&1)
+    echo "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM floor_q;" >&7
+    sleep 0.5
+  fi
+  rm -f "$STOP"
+  local rp=
+  if [ "$kind" = rotated ]; then rotator & rp=$!; fi
+  local t0 t1 left
+  t0=$(date +%s.%N)
+  pgbench -n -M simple -c 4 -j 4 -t $((BACKLOG / 400)) -f "$HERE/$script" "$PG_URI" >/dev/null 2>&1
+  t1=$(date +%s.%N)
+  touch "$STOP"
+  [ -n "$rp" ] && wait "$rp"
+  if [ -n "$held" ]; then
+    echo "COMMIT;" >&7
+    exec 7>&-
+  fi
+  if [ "$kind" = rotated ]; then
+    left=$(psql -X -Atq -d "$PG_URI" -c "SELECT 0 $(for g in 0 1 2 3 4 5 6 7 8 9; do echo -n "+ (SELECT count(*) FROM rotated_$g)"; done)")
+  else
+    left=$(psql -X -Atq -d "$PG_URI" -c "SELECT count(*) FROM queue_messages")
+  fi
+  awk -v a="$t0" -v b="$t1" -v l="$left" -v n="$BACKLOG" -v k="$kind" -v h="${held:-clean}" -v r="$round" \
+    'BEGIN { printf "{\"kind\":\"drain_simple\",\"round\":%d,\"layout\":\"%s\",\"clients\":4,\"snapshot\":\"%s\",\"messages\":%d,\"msgs_per_s\":%.0f}\n", r, k, h, n - l, (n - l) / (b - a) }'
+}
+
+STOP=$(mktemp -u /tmp/spool-native-proto-stop.XXXXXX)
 for round in $(seq 1 "$ROUNDS"); do
   for c in $CLIENTS; do
     for kind in floor legacy native; do drain $kind "$c"; done
   done
   for kind in floor legacy native; do drain $kind 4 held; done
   for kind in floor legacy native uuid; do publish $kind; done
+  for kind in legacy rotated; do drain_simple $kind; drain_simple $kind held; done
 done
+rm -f "$STOP"
 psql_q -c "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname IN ('queue_messages', 'mqn', 'floor_alo')" -At |
   awk -F'|' '{ printf "{\"kind\":\"hot\",\"table\":\"%s\",\"updates\":%d,\"hot_updates\":%d}\n", $1, $2, $3 }'

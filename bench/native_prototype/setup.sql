@@ -25,3 +25,15 @@ CREATE INDEX floor_alo_vt_idx ON floor_alo (vt);
 DROP SEQUENCE IF EXISTS proto_seq, proto_idgen;
 CREATE SEQUENCE proto_seq CACHE 100;
 CREATE SEQUENCE proto_idgen CACHE 100;
+-- The rotated prototype: ten generation tables shaped like queue_messages
+-- (its primary key and idx_queue_visible), and the head pointer.
+DROP TABLE IF EXISTS rotated_head;
+CREATE TABLE rotated_head (gen int NOT NULL);
+DO $$ BEGIN
+  FOR g IN 0..9 LOOP
+    EXECUTE format('DROP TABLE IF EXISTS rotated_%s', g);
+    EXECUTE format('CREATE TABLE rotated_%s (LIKE queue_messages INCLUDING DEFAULTS)', g);
+    EXECUTE format('ALTER TABLE rotated_%s ADD PRIMARY KEY (queue_name, id)', g);
+    EXECUTE format('CREATE INDEX ON rotated_%s (queue_name, visible_at, message_group_id)', g);
+  END LOOP;
+END $$;
