@@ -9,10 +9,11 @@
 #include <unordered_map>
 
 #include "common/embedded_sql.hpp"
-#include "common/text/sql_template.hpp"
 #include "common/identifier.hpp"
 #include "common/row_values.hpp"
+#include "common/text/sql_template.hpp"
 #include "engine/database_impl.hpp"
+#include "engine/postgres/arrays.hpp"
 #include "mq/store.hpp"
 #include "spool/error.hpp"
 

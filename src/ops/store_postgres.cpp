@@ -13,6 +13,7 @@
 #include "common/identifier.hpp"
 #include "common/row_values.hpp"
 #include "engine/database_impl.hpp"
+#include "engine/postgres/arrays.hpp"
 #include "migrate/migration_files.hpp"
 #include "ops/store.hpp"
 #include "ops/time.hpp"

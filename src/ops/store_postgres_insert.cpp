@@ -7,6 +7,7 @@
 
 #include "common/text/sql_template.hpp"
 #include "engine/database_impl.hpp"
+#include "engine/postgres/arrays.hpp"
 #include "ops/store.hpp"
 #include "ops/store_postgres.hpp"
 #include "ops/time.hpp"

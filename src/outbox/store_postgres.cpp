@@ -8,6 +8,7 @@
 #include "common/call_guard.hpp"
 #include "common/uuid.hpp"
 #include "engine/database_impl.hpp"
+#include "engine/postgres/arrays.hpp"
 #include "engine/postgres/tx_impl.hpp"
 #include "outbox/store.hpp"
 #include "outbox/store_postgres_txn.hpp"

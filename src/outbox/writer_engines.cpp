@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include "engine/postgres/arrays.hpp"
 #include "engine/postgres/connection.hpp"
 #include "engine/postgres/tx_impl.hpp"
 #include "engine/sqlite/tx_impl.hpp"

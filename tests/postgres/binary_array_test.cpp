@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/postgres/arrays.hpp"
 #include "engine/postgres/connection.hpp"
 #include "spool/error.hpp"
 #include "support/test_db.hpp"
