@@ -10,6 +10,10 @@
 // failure of the test. Afterwards the same objects must work again, a drain
 // consumes what is left, and verify() checks that nothing acknowledged was
 // lost and nothing acknowledged as consumed came back.
+//
+// The servers are in faults_support.cpp; the workload in workload.cpp (its
+// objects, start, stop, recovery and drain), workload_threads.cpp (its six
+// threads) and workload_verify.cpp (the verdict), over workload_state.hpp.
 #pragma once
 
 #include <atomic>
