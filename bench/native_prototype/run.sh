@@ -112,10 +112,10 @@ drain_simple() {
       psql_q -c "TRUNCATE rotated_$g" -c "INSERT INTO rotated_$g (id, queue_name, message_group_id, receipt_handle, visible_at, payload, created_at, receive_count) SELECT '0193a' || lpad(to_hex(i), 31, '0'), 'bench', NULL, NULL, $now, repeat('x', $PAD), $now, 0 FROM generate_series($g * $per + 1, ($g + 1) * $per) i" -c "VACUUM ANALYZE rotated_$g"
     done
     psql_q -c 'DELETE FROM rotated_head' -c 'INSERT INTO rotated_head VALUES (0)' -c CHECKPOINT
-    script=rotated_cycle.sql
+    script=$HERE/rotated_cycle.sql
   else
     load legacy
-    script=legacy_cycle_simple.sql
+    script=$SIMPLE
   fi
   if [ -n "$held" ]; then
     exec 7> >(psql -X -q -d "$PG_URI" >/dev/null 2>&1)
@@ -127,7 +127,7 @@ drain_simple() {
   if [ "$kind" = rotated ]; then rotator & rp=$!; fi
   local t0 t1 left
   t0=$(date +%s.%N)
-  pgbench -n -M simple -c 4 -j 4 -t $((BACKLOG / 400)) -f "$HERE/$script" "$PG_URI" >/dev/null 2>&1
+  pgbench -n -M simple -c 4 -j 4 -t $((BACKLOG / 400)) -f "$script" "$PG_URI" >/dev/null 2>&1
   t1=$(date +%s.%N)
   touch "$STOP"
   [ -n "$rp" ] && wait "$rp"
@@ -145,6 +145,12 @@ drain_simple() {
 }
 
 STOP=$(mktemp -u /tmp/spool-native-proto-stop.XXXXXX)
+# legacy_cycle.sql for pgbench -M simple, beside rotated_cycle.sql (which
+# needs simple mode to name its table): arrays quoted, an empty claim '{}'.
+SIMPLE=$(mktemp /tmp/spool-native-proto-simple.XXXXXX.sql)
+sed "s/unnest(:ids::text\[\], :rs::text\[\])/unnest(':ids'::text[], ':rs'::text[])/;
+     s/SELECT array_agg(id) AS ids, array_agg(receipt_handle) AS rs FROM claimed/SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(receipt_handle), '{}') AS rs FROM claimed/" \
+  "$HERE/legacy_cycle.sql" >"$SIMPLE"
 for round in $(seq 1 "$ROUNDS"); do
   for c in $CLIENTS; do
     for kind in floor legacy native; do drain $kind "$c"; done
@@ -153,6 +159,6 @@ for round in $(seq 1 "$ROUNDS"); do
   for kind in floor legacy native uuid; do publish $kind; done
   for kind in legacy rotated; do drain_simple $kind; drain_simple $kind held; done
 done
-rm -f "$STOP"
+rm -f "$STOP" "$SIMPLE"
 psql_q -c "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname IN ('queue_messages', 'mqn', 'floor_alo')" -At |
   awk -F'|' '{ printf "{\"kind\":\"hot\",\"table\":\"%s\",\"updates\":%d,\"hot_updates\":%d}\n", $1, $2, $3 }'
