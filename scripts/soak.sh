@@ -4,7 +4,7 @@
 # Every run's full output goes to BUILD_DIR/soak/run-N.log; BUILD_DIR/soak/summary.txt gets one line
 # per run with its verdict and the seed of each chaos and fault test (replay one with
 # SPOOL_CHAOS_SEED=<seed> or SPOOL_TEST_FAULTS_SEED=<seed> and --gtest_filter=<test>); a failed chaos run's
-# delivery logs are kept in BUILD_DIR/soak/kept-N. Exits non-zero unless every run was green. `make soak` runs it.
+# delivery logs and the shared test servers' logs are kept in BUILD_DIR/soak/kept-N. Exits non-zero unless every run was green. `make soak` runs it.
 set -uo pipefail
 
 build=${1:?usage: soak.sh BUILD_DIR RUNS}
@@ -34,7 +34,20 @@ for ((i = 1; i <= runs; i++)); do
   } | sort | paste -sd' ' -)
   line="run $i/$runs: $verdict in $(($(date +%s) - start)) s; seeds: ${seeds:-none printed}"
   echo "$line" | tee -a "$summary"
-  [[ $verdict == green ]] || grep -E 'Failure|FAILED|lost|violation' "$log" | head -20 | sed 's/^/    /' | tee -a "$summary"
+  if [[ $verdict != green ]]; then
+    grep -E 'Failure|FAILED|lost|violation' "$log" | head -20 | sed 's/^/    /' | tee -a "$summary"
+    # The shared test servers' logs: the next run's start replaces them. A
+    # backend that crashed makes the server restart every session and drop
+    # commits not yet written (the test servers run synchronous_commit off).
+    for server in pg pg-outbox; do
+      if [[ -f $build/tests/$server/log ]]; then
+        mkdir -p -- "$out/kept-$i"
+        cp -- "$build/tests/$server/log" "$out/kept-$i/$server.log"
+        grep -E 'terminated by signal|PANIC|reinitializing|out of memory' "$build/tests/$server/log" |
+          head -5 | sed "s/^/    $server server: /" | tee -a "$summary"
+      fi
+    done
+  fi
 done
 echo "soak: $green of $runs runs green (logs in $out)" | tee -a "$summary"
 ((green == runs))
