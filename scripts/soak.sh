@@ -40,7 +40,8 @@ for ((i = 1; i <= runs; i++)); do
     # backend that crashed makes the server restart every session and drop
     # commits not yet written (the test servers run synchronous_commit off).
     for server in pg pg-outbox; do
-      if [[ -f $build/tests/$server/log ]]; then
+      # Only a log this run wrote: a server the run never started keeps an older one.
+      if [[ -f $build/tests/$server/log && $(stat -c %Y "$build/tests/$server/log") -ge $start ]]; then
         mkdir -p -- "$out/kept-$i"
         cp -- "$build/tests/$server/log" "$out/kept-$i/$server.log"
         grep -E 'terminated by signal|PANIC|reinitializing|out of memory' "$build/tests/$server/log" |

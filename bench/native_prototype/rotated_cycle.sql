@@ -1,7 +1,9 @@
 -- The rotated prototype's cycle (pgbench -M simple: :g names the table).
 -- Ten generation tables rotated_0..9, each a copy of queue_messages with its
 -- two legacy indexes; rotated_head names the oldest one still claimed from.
--- The claim and ack are Spool's legacy ones on that table. A claim that finds
+-- The claim is Spool's legacy one on that table without its group gates (for
+-- an ungrouped queue they cost one index probe per statement), the ack the
+-- legacy one. A claim that finds
 -- nothing, when every row of the head is claimed, moves the head on; the
 -- rotator (run.sh) truncates a generation once the head has passed it and it
 -- holds no row, so no claim ever walks the versions a drained table left.

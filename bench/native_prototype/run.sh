@@ -33,9 +33,21 @@ PUBLISH_SECONDS=${PUBLISH_SECONDS:-5}
 SPOOL=${SPOOL:-$ROOT/build-bench/spool}
 [ -x "$SPOOL" ] || SPOOL=$ROOT/build/spool
 [ -x "$SPOOL" ] || { echo "run.sh: no spool binary (set SPOOL)" >&2; exit 1; }
+STOP=$(mktemp -u /tmp/spool-native-proto-stop.XXXXXX)
+SIMPLE=$(mktemp /tmp/spool-native-proto-simple.XXXXXX.sql)
+DIR=
+# On any exit: stop a rotator still polling (touching STOP ends its loop),
+# remove the temporary files, and stop the server this script started.
+cleanup() {
+  touch "$STOP"
+  exec 7>&- # a held session's psql ends when its input closes
+  wait
+  rm -f "$STOP" "$SIMPLE"
+  [ -z "$DIR" ] || "$ROOT/tests/support/pg_server.sh" stop "$DIR" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
 if [ -z "${PG_URI:-}" ]; then
   DIR=$(mktemp -d /tmp/spool-native-proto.XXXXXX)
-  trap '"$ROOT/tests/support/pg_server.sh" stop "$DIR" >/dev/null 2>&1 || true' EXIT
   SPOOL_PG_DURABLE=1 "$ROOT/tests/support/pg_server.sh" start "$DIR" >/dev/null
   PG_URI=$(cat "$DIR/uri")
 fi
@@ -144,10 +156,8 @@ drain_simple() {
     'BEGIN { printf "{\"kind\":\"drain_simple\",\"round\":%d,\"layout\":\"%s\",\"clients\":4,\"snapshot\":\"%s\",\"messages\":%d,\"msgs_per_s\":%.0f}\n", r, k, h, n - l, (n - l) / (b - a) }'
 }
 
-STOP=$(mktemp -u /tmp/spool-native-proto-stop.XXXXXX)
 # legacy_cycle.sql for pgbench -M simple, beside rotated_cycle.sql (which
 # needs simple mode to name its table): arrays quoted, an empty claim '{}'.
-SIMPLE=$(mktemp /tmp/spool-native-proto-simple.XXXXXX.sql)
 sed "s/unnest(:ids::text\[\], :rs::text\[\])/unnest(':ids'::text[], ':rs'::text[])/;
      s/SELECT array_agg(id) AS ids, array_agg(receipt_handle) AS rs FROM claimed/SELECT COALESCE(array_agg(id), '{}') AS ids, COALESCE(array_agg(receipt_handle), '{}') AS rs FROM claimed/" \
   "$HERE/legacy_cycle.sql" >"$SIMPLE"
@@ -159,6 +169,5 @@ for round in $(seq 1 "$ROUNDS"); do
   for kind in floor legacy native uuid; do publish $kind; done
   for kind in legacy rotated; do drain_simple $kind; drain_simple $kind held; done
 done
-rm -f "$STOP" "$SIMPLE"
 psql_q -c "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname IN ('queue_messages', 'mqn', 'floor_alo')" -At |
   awk -F'|' '{ printf "{\"kind\":\"hot\",\"table\":\"%s\",\"updates\":%d,\"hot_updates\":%d}\n", $1, $2, $3 }'
