@@ -78,29 +78,6 @@ class frozen {
   std::thread watchdog_;
 };
 
-// The backends of Spool's own connections (application_name spool) to the database.
-std::vector<int> spool_backends(const std::string& uri) {
-  std::vector<int> pids;
-  for (const auto& r : pg_query(uri,
-                                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                                "AND application_name = 'spool' AND pid <> pg_backend_pid()")) {
-    pids.push_back(std::stoi(r.at(0).value()));
-  }
-  return pids;
-}
-
-// Whether Spool's connections to the database are all gone within `wait`:
-// a closed connection's backend exits asynchronously after the client's
-// Terminate message.
-bool no_spool_backends_within(const std::string& uri, std::chrono::milliseconds wait) {
-  const auto until = hung_clock::now() + wait;
-  for (;;) {
-    if (spool_backends(uri).empty()) return true;
-    if (hung_clock::now() > until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-}
-
 int postmaster_pid(const std::string& uri) {
   const auto dir = pg_query(uri, "SHOW data_directory").at(0).at(0).value();
   std::ifstream in(dir + "/postmaster.pid");
@@ -152,7 +129,7 @@ TEST(faults_hung_server_postgres, a_call_with_a_deadline_on_a_stopped_backend_re
   (void)q.publish(hung_message("before"));
 
   {  // a read: poll
-    frozen f(spool_backends(server.uri()));
+    frozen f(pg_spool_backends(server.uri()));
     const auto r = time_call([&] { (void)q.poll(1, call_options::within(1s)); });
     f.resume();
     ASSERT_TRUE(r.code) << "a poll on a stopped backend succeeded";
@@ -161,7 +138,7 @@ TEST(faults_hung_server_postgres, a_call_with_a_deadline_on_a_stopped_backend_re
   }
   {  // a write: publish (the pool opened a new connection for it: stop that one)
     (void)q.publish(hung_message("between"));
-    frozen f(spool_backends(server.uri()));
+    frozen f(pg_spool_backends(server.uri()));
     const auto r = time_call([&] { (void)q.publish(hung_message("during"), 0s, call_options::within(1s)); });
     f.resume();
     ASSERT_TRUE(r.code) << "a publish on a stopped backend succeeded";
@@ -193,7 +170,7 @@ TEST(faults_hung_server_postgres, a_connect_to_a_stopped_postmaster_is_bounded_b
     // migration's own connection is closed, but its backend leaves
     // pg_stat_activity only once it has exited: wait for that, so that a
     // connection still listed here can only be one the pool kept.
-    ASSERT_TRUE(no_spool_backends_within(server.uri(), 10s)) << "the pool already holds a connection";
+    ASSERT_TRUE(pg_spool_backends_gone(server.uri(), 10s)) << "the pool already holds a connection";
     frozen f({postmaster_pid(server.uri())});
     const auto r = time_call([&] { (void)q.publish(hung_message("during"), 0s, call_options::within(1s)); });
     f.resume();
@@ -224,7 +201,7 @@ TEST(faults_hung_server_postgres,
   c.start();
   for (int i = 0; i < 20; ++i) (void)q.publish(hung_message(fmt::format("a-{}", i)));
   {
-    frozen f(spool_backends(server.uri()));
+    frozen f(pg_spool_backends(server.uri()));
     std::this_thread::sleep_for(3s);
   }
   for (int i = 0; i < 20; ++i)

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "spool/database.hpp"
 #include "spool/migrate.hpp"
@@ -18,27 +17,9 @@
 namespace spool::test {
 namespace {
 
-// Spool's backends connected to the database of uri. Counted by Spool's
-// application_name: the backend of an earlier count's own connection (closed,
-// but exiting asynchronously) must not be counted.
-long backends(const std::string& uri) {
-  const auto name = uri.substr(uri.rfind('/') + 1);
-  return std::stol(*pg_query(uri, "SELECT count(*) FROM pg_stat_activity WHERE datname = '" + name +
-                                      "' AND backend_type = 'client backend' AND application_name = 'spool'")
-                        .at(0)
-                        .at(0));
-}
-
-// Waits (up to 10 s) until no Spool backend is connected to uri's database:
-// a closed handle's backends leave pg_stat_activity only once they exit.
-bool no_backends(const std::string& uri) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (backends(uri) != 0) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
+// Spool's backends connected to uri's database (the counting connection
+// itself is not Spool's, nor is an earlier count's still exiting).
+long backends(const std::string& uri) { return static_cast<long>(pg_spool_backends(uri).size()); }
 
 TEST(warm, each_handle_opens_its_connections_ahead_of_use_up_to_the_pool_size) {
   const auto uri = make_pg_database("warm_pool");
@@ -46,7 +27,8 @@ TEST(warm, each_handle_opens_its_connections_ahead_of_use_up_to_the_pool_size) {
     auto admin = database::open(uri);
     (void)migrate(admin);
   }
-  ASSERT_TRUE(no_backends(uri)) << "the migrating handle's backends did not exit";
+  ASSERT_TRUE(pg_spool_backends_gone(uri, std::chrono::seconds(10)))
+      << "the migrating handle's backends did not exit";
   auto db = database::open(uri, {.pool_size = 5});
   mq::queue mq_q(db, {.name = "warm"});
   ops::queue ops_q(db);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 namespace spool::test {
@@ -260,6 +261,25 @@ void pg_exec(const std::string& uri, const std::string& sql) {
 rows pg_query(const std::string& uri, const std::string& sql) {
   auto conn = pg_connect(uri);
   return pg_run(conn.get(), sql);
+}
+
+std::vector<int> pg_spool_backends(const std::string& uri) {
+  std::vector<int> pids;
+  for (const auto& r : pg_query(uri,
+                                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                "AND application_name = 'spool' AND pid <> pg_backend_pid()")) {
+    pids.push_back(std::stoi(r.at(0).value()));
+  }
+  return pids;
+}
+
+bool pg_spool_backends_gone(const std::string& uri, std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!pg_spool_backends(uri).empty()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 // ---- temp_dir ----

@@ -9,6 +9,7 @@
 // what Spool wrote.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -41,6 +42,13 @@ void pg_exec(const std::string& uri, const std::string& sql);
 
 // Like pg_exec, returning the rows of the last statement that returned rows.
 [[nodiscard]] rows pg_query(const std::string& uri, const std::string& sql);
+
+// The backend pids of Spool's own connections (application_name spool) to
+// uri's database.
+[[nodiscard]] std::vector<int> pg_spool_backends(const std::string& uri);
+// Whether uri's database has no Spool backend left within `wait`: a closed
+// connection's backend leaves pg_stat_activity only once it has exited.
+[[nodiscard]] bool pg_spool_backends_gone(const std::string& uri, std::chrono::milliseconds wait);
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class temp_dir {
