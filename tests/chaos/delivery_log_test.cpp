@@ -116,6 +116,67 @@ TEST(delivery_log_checker, logs_are_read_back_with_acks_paired_and_a_torn_last_l
   EXPECT_EQ(r.acked_ids, 1);
 }
 
+// A process SIGKILLed inside write(2) can leave the front of a line with no
+// newline (the kernel stops a write that crosses a page boundary between
+// pages). This cost a chaos run a "lost" message: the restarted consumer's
+// first line continued the fragment, the merged line was dropped, and the
+// message it handled and acked looked never handled.
+TEST(delivery_log_checker,
+     a_line_torn_by_a_kill_and_continued_by_another_writer_keeps_the_whole_record_at_its_end) {
+  temp_dir dir;
+  {
+    log_writer p(dir.path() / "x-producer.log");
+    p.line("P\tm0\tg\t0");
+    p.line("P\tm1\tg\t1");
+  }
+  {
+    // As a second process appending to the file (a shell handler) would
+    // leave it: the fragment, then its own whole lines.
+    std::ofstream c(dir.path() / "x-consumer.log", std::ios::binary);
+    c << "H\tm0\t1\t100\t90\t1000\n"
+         "H\tm1\t1\t20"  // killed here
+         "H\tm1\t2\t300\t290\t1000\n"
+         "A\tm1\t320\t305\n"
+         "A\tm0\t1"  // killed here too
+         "A\tm0\t330\t325\n";
+  }
+  std::vector<produced_record> produced;
+  std::vector<delivery_record> deliveries;
+  read_logs(dir.path(), "x-", produced, deliveries);
+  ASSERT_EQ(deliveries.size(), 2u);
+  EXPECT_EQ(deliveries[1].id, "m1");
+  EXPECT_EQ(deliveries[1].receive_count, 2);
+  const auto r = check_deliveries(produced, deliveries, {.group_order = true});
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.acked_ids, 2);
+}
+
+TEST(delivery_log_checker,
+     a_writer_reopening_a_log_cuts_off_the_line_its_killed_predecessor_left_unfinished) {
+  temp_dir dir;
+  const auto file = dir.path() / "x-consumer.log";
+  {
+    log_writer c(file);
+    c.line("H\tm0\t1\t100");
+  }
+  { std::ofstream(file, std::ios::app) << "A\tm0\t1"; }  // killed inside the write
+  {
+    log_writer c(file);
+    c.line("H\tm1\t1\t200");
+  }
+  std::ifstream in(file);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(all, "H\tm0\t1\t100\nH\tm1\t1\t200\n");
+  {
+    std::ofstream(file, std::ios::trunc) << "P\tm";  // only a fragment
+    log_writer c(file);
+    c.line("P\tm0\tg\t0");
+  }
+  std::ifstream again(file);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()),
+            "P\tm0\tg\t0\n");
+}
+
 TEST(delivery_log_checker, windows_and_ack_times_are_read_back_and_a_malformed_window_drops_its_line) {
   temp_dir dir;
   {

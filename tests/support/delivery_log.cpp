@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 
 namespace spool::test {
@@ -251,6 +252,70 @@ bool to_int(const std::string& s, std::int64_t& v) {
 
 }  // namespace
 
+namespace {
+
+// Reads one log file's lines into the records. A line is one record; a
+// process SIGKILLed inside its write(2) can leave the front of a line with no
+// newline (the kernel copies a write that crosses a page boundary page by
+// page and stops at a fatal signal), and the next line appended to the file
+// then continues it. Such a merged line holds a whole record at its end, which
+// is kept: dropping it would report its message lost.
+class log_reader {
+ public:
+  log_reader(std::string source, std::vector<produced_record>& produced,
+             std::vector<delivery_record>& deliveries, std::vector<std::string>* republished)
+      : source_(std::move(source)), produced_(produced), deliveries_(deliveries), republished_(republished) {}
+
+  void line(const std::string& l) {
+    if (record(fields(l))) return;
+    for (std::size_t i = 1; i + 1 < l.size(); ++i) {  // the longest whole record at the end
+      if (l[i + 1] == '\t' && std::string_view("PHAR").find(l[i]) != std::string_view::npos &&
+          record(fields(l.substr(i)))) {
+        return;
+      }
+    }
+  }
+
+ private:
+  // Takes a record of a known shape and says whether it was one.
+  bool record(const std::vector<std::string>& f) {
+    std::int64_t a = 0, b = 0;
+    if (f.size() == 4 && f[0] == "P" && to_int(f[3], a)) {
+      produced_.push_back({f[1], f[2], a});
+      return true;
+    }
+    if ((f.size() == 4 || f.size() == 6) && f[0] == "H" && to_int(f[2], a) && to_int(f[3], b)) {
+      delivery_record d{f[1], a, b, false, source_};
+      if (f.size() == 6 && !(to_int(f[4], d.asked_ns) && to_int(f[5], d.window_ns))) return false;
+      open_[f[1]] = deliveries_.size();
+      deliveries_.push_back(std::move(d));
+      return true;
+    }
+    if (f.size() == 2 && f[0] == "R") {
+      if (republished_ != nullptr) republished_->push_back(f[1]);
+      return true;
+    }
+    if ((f.size() == 3 || f.size() == 4) && f[0] == "A" && to_int(f[2], a)) {
+      const auto it = open_.find(f[1]);
+      if (it != open_.end()) {
+        deliveries_[it->second].acked = true;
+        if (f.size() == 4 && to_int(f[3], b)) deliveries_[it->second].ack_started_ns = b;
+        open_.erase(it);
+      }
+      return true;
+    }
+    return false;
+  }
+
+  std::string source_;
+  std::vector<produced_record>& produced_;
+  std::vector<delivery_record>& deliveries_;
+  std::vector<std::string>* republished_;
+  std::map<std::string, std::size_t> open_;  // id → index of its last H in this file
+};
+
+}  // namespace
+
 void read_logs(const std::filesystem::path& dir, const std::string& prefix,
                std::vector<produced_record>& produced, std::vector<delivery_record>& deliveries,
                std::vector<std::string>* republished) {
@@ -258,39 +323,45 @@ void read_logs(const std::filesystem::path& dir, const std::string& prefix,
     const std::string name = entry.path().filename().string();
     if (name.rfind(prefix, 0) != 0 || entry.path().extension() != ".log") continue;
     std::ifstream in(entry.path(), std::ios::binary);
-    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::map<std::string, std::size_t> open;  // id → index of its last H in this file
-    std::size_t start = 0;
-    for (;;) {
+    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    log_reader reader(name, produced, deliveries, republished);
+    for (std::size_t start = 0;;) {
       const auto nl = all.find('\n', start);
       if (nl == std::string::npos) break;  // a torn last line: ignored
-      const auto f = fields(all.substr(start, nl - start));
+      reader.line(all.substr(start, nl - start));
       start = nl + 1;
-      std::int64_t a = 0, b = 0;
-      if (f.size() == 4 && f[0] == "P" && to_int(f[3], a)) {
-        produced.push_back({f[1], f[2], a});
-      } else if ((f.size() == 4 || f.size() == 6) && f[0] == "H" && to_int(f[2], a) && to_int(f[3], b)) {
-        delivery_record d{f[1], a, b, false, name};
-        if (f.size() == 6 && !(to_int(f[4], d.asked_ns) && to_int(f[5], d.window_ns))) continue;
-        open[f[1]] = deliveries.size();
-        deliveries.push_back(std::move(d));
-      } else if (f.size() == 2 && f[0] == "R") {
-        if (republished != nullptr) republished->push_back(f[1]);
-      } else if ((f.size() == 3 || f.size() == 4) && f[0] == "A" && to_int(f[2], a)) {
-        const auto it = open.find(f[1]);
-        if (it != open.end()) {
-          deliveries[it->second].acked = true;
-          if (f.size() == 4 && to_int(f[3], b)) deliveries[it->second].ack_started_ns = b;
-          open.erase(it);
-        }
-      }
     }
   }
 }
 
 log_writer::log_writer(const std::filesystem::path& file) {
-  fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "open " + file.string());
+  drop_torn_tail();
+}
+
+// A predecessor killed inside a write may have left the front of a line with
+// no newline; cut it off, so that this writer's first line starts a line of
+// its own instead of continuing that one.
+void log_writer::drop_torn_tail() {
+  off_t end = ::lseek(fd_, 0, SEEK_END);
+  if (end < 0) throw std::system_error(errno, std::generic_category(), "seek log");
+  char buf[4096];
+  for (off_t keep = end; keep > 0;) {
+    const off_t from = std::max<off_t>(0, keep - static_cast<off_t>(sizeof buf));
+    const ssize_t n = ::pread(fd_, buf, static_cast<std::size_t>(keep - from), from);
+    if (n != keep - from) throw std::system_error(errno, std::generic_category(), "read log");
+    for (ssize_t i = n; i > 0; --i) {
+      if (buf[i - 1] == '\n') {
+        if (from + i != end && ::ftruncate(fd_, from + i) != 0)
+          throw std::system_error(errno, std::generic_category(), "truncate log");
+        return;
+      }
+    }
+    keep = from;
+  }
+  if (end > 0 && ::ftruncate(fd_, 0) != 0)
+    throw std::system_error(errno, std::generic_category(), "truncate log");
 }
 
 log_writer::~log_writer() {

@@ -113,7 +113,9 @@ void read_logs(const std::filesystem::path& dir, const std::string& prefix,
                std::vector<std::string>* republished = nullptr);
 
 // Appends one whole line with a single write(2) (O_APPEND): what a process
-// killed right after it wrote survives. Throws std::system_error.
+// killed right after it wrote survives. One writer per file at a time: on
+// opening, it cuts off a line its killed predecessor left unfinished.
+// Throws std::system_error.
 class log_writer {
  public:
   explicit log_writer(const std::filesystem::path& file);
@@ -123,6 +125,7 @@ class log_writer {
   void line(const std::string& text);  // text without the newline
 
  private:
+  void drop_torn_tail();
   int fd_ = -1;
 };
 
