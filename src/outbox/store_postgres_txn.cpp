@@ -21,19 +21,18 @@ constexpr const char* tx_no_seqscan = "SET LOCAL enable_seqscan = off";
 }  // namespace
 
 txn::txn(spool::detail::database_impl& db, const call_options& c) : lease_(db.pg_pool().acquire(c)), c_(c) {
-  try {
-    // One round trip for both (simple query): the store's transactions
-    // are short, so every round trip saved shows in the drain rate.
-    spool::detail::check_call(c, "outbox transaction");
-    lease_->exec_simple(fmt::format("{}; {}", tx_begin, tx_no_seqscan), intent::read);
-  } catch (...) {
-    lease_.discard();
-    throw;
-  }
+  spool::detail::check_call(c, "outbox transaction");
+  // Sent with the first statement, in its round trip: the store's
+  // transactions are short, so every round trip saved shows in the drain rate.
+  lease_->open_lazily({tx_begin, tx_no_seqscan});
 }
 
 txn::~txn() {
   if (done_) return;
+  if (lease_->opening_pending()) {  // nothing was sent
+    lease_->forget_opening();
+    return;
+  }
   try {
     if (lease_->healthy()) lease_->exec("ROLLBACK", {}, intent::read);
   } catch (...) {
@@ -51,6 +50,10 @@ void txn::set_local(const std::string& setting, std::int64_t ms) {
 
 void txn::commit() {
   done_ = true;
+  if (lease_->opening_pending()) {  // nothing ran: nothing to commit
+    lease_->forget_opening();
+    return;
+  }
   lease_->exec("COMMIT", {}, intent::write);
 }
 

@@ -182,6 +182,7 @@ void require_open(spool::tx& tx) {
   if (tx.kind() == engine::postgres) {
     auto& state = static_cast<pg::detail::tx_impl&>(tx.state());
     if (state.done) throw error(errc::transaction_required, "the transaction has already ended");
+    if (state.conn().opening_pending()) return;  // begun lazily: BEGIN goes out with the insert
     require_block(state.conn().native());
     return;
   }

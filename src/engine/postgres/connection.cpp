@@ -113,6 +113,7 @@ connection::~connection() {
 }
 
 bool connection::in_transaction() const noexcept {
+  if (opening_pending()) return true;
   const auto s = PQtransactionStatus(conn_);
   return s == PQTRANS_INTRANS || s == PQTRANS_INERROR;
 }
@@ -219,6 +220,10 @@ void connection::ready_for_next() {
 
 result_ptr connection::exec(std::string_view sql, const std::vector<param>& params, intent what,
                             const call_options& limits, binary_mask binary) {
+  if (opening_pending()) {  // the opening and this statement in one round trip
+    auto results = pipeline({{sql, params, binary}}, what, limits);
+    return std::move(results.front());
+  }
   ready_for_next();
   const text_params p(params, client_utf8(), binary);
   if (limits.limited()) return exec_limited(std::string(sql), p, what, limits);
@@ -356,6 +361,19 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
                                              const call_options& limits) {
   spool::detail::check_call(limits, "pipeline");
   ready_for_next();
+  if (opening_pending()) {
+    // Sent at the head of this pipeline; it is gone whatever happens next
+    // (a failure leaves the block aborted, or the connection unusable).
+    std::vector<std::string> opening;
+    opening.swap(opening_);
+    std::vector<statement> all;
+    all.reserve(opening.size() + statements.size());
+    for (const auto& o : opening) all.push_back({o, {}});
+    all.insert(all.end(), statements.begin(), statements.end());
+    auto results = pipeline(all, what, limits);
+    results.erase(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(opening.size()));
+    return results;
+  }
   // Every statement's parameters are checked before pipeline mode and the
   // first send (reserve: the pointers into each text_params must not move).
   std::vector<text_params> all;
@@ -439,9 +457,18 @@ std::vector<row> connection::query(std::string_view sql, const std::vector<param
   return rows_of(exec(sql, params, what, limits, binary).get());
 }
 
+// The simple-query text of a lazily opened block's opening and sql, in one
+// round trip (and forgets the opening: it is sent now).
+std::string connection::with_opening(const std::string& sql) {
+  std::string out;
+  for (const auto& o : opening_) out += o + ";\n";
+  opening_.clear();
+  return out + sql;
+}
+
 void connection::exec_script(const std::string& sql) {
   ready_for_next();
-  result_ptr res(PQexec(conn_, sql.c_str()));
+  result_ptr res(PQexec(conn_, with_opening(sql).c_str()));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY) return;
   throw_error(conn_, res.get(), intent::write, "script");
@@ -449,35 +476,10 @@ void connection::exec_script(const std::string& sql) {
 
 void connection::exec_simple(const std::string& sql, intent what) {
   ready_for_next();
-  result_ptr res(PQexec(conn_, sql.c_str()));
+  result_ptr res(PQexec(conn_, with_opening(sql).c_str()));
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;
   throw_error(conn_, res.get(), what, "statement");
-}
-
-std::vector<row> rows_of(const PGresult* res) {
-  std::vector<row> rows;
-  const int n = PQntuples(res);
-  const int cols = PQnfields(res);
-  rows.reserve(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    row out;
-    out.reserve(static_cast<std::size_t>(cols));
-    for (int c = 0; c < cols; ++c) {
-      if (PQgetisnull(res, r, c)) {
-        out.emplace_back(std::nullopt);
-      } else {
-        out.emplace_back(
-            std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c))));
-      }
-    }
-    rows.push_back(std::move(out));
-  }
-  return rows;
-}
-
-bool is_unique_violation(const spool::error& e) noexcept {
-  return e.code() == errc::database_error && e.reason() == "unique_violation";
 }
 
 }  // namespace spool::pg::detail

@@ -62,7 +62,20 @@ class connection {
   // connection's next statement could be the one it cancels (the pool does
   // not reuse it; a call on it waits for the cancel first).
   [[nodiscard]] bool cancel_outstanding() const noexcept { return cancel_done_ && !cancel_done_->load(); }
+  // Inside a transaction block: begun, failed, or opened lazily (below).
   [[nodiscard]] bool in_transaction() const noexcept;
+
+  // Opens a transaction block lazily: `opening` (BEGIN and perhaps SET LOCAL
+  // statements, without parameters) goes out ahead of the next statement, in
+  // the same round trip, instead of costing one of its own. Until then
+  // nothing was sent and in_transaction() is true. Whatever call sends next
+  // (exec, query, pipeline, exec_simple, exec_script) sends the opening first
+  // and reports its failures as its own.
+  void open_lazily(std::vector<std::string> opening) { opening_ = std::move(opening); }
+  // The block was opened lazily and nothing has been sent in it yet: ending
+  // it needs no round trip (forget_opening).
+  [[nodiscard]] bool opening_pending() const noexcept { return !opening_.empty(); }
+  void forget_opening() noexcept { opening_.clear(); }
   // True when the session's client_encoding is UTF8 (libpq tracks it from
   // the server's ParameterStatus, so a SET is seen too).
   [[nodiscard]] bool client_utf8() const noexcept {
@@ -124,6 +137,7 @@ class connection {
   // a read; anything else goes through throw_error.
   [[noreturn]] void throw_failure(const PGresult* res, intent what, std::string_view cancelled_for,
                                   std::string_view context);
+  std::string with_opening(const std::string& sql);
   // Sends without blocking and waits, cancelling the statement at the limit.
   result_ptr exec_limited(const std::string& sql, const text_params& p, intent what,
                           const call_options& limits);
@@ -137,6 +151,7 @@ class connection {
   std::shared_ptr<std::atomic<bool>> cancel_done_;         // the last cancel sent: answered yet?
   std::unordered_map<std::string, std::string> prepared_;  // sql → statement name
   std::string display_;
+  std::vector<std::string> opening_;  // open_lazily: not sent yet
 };
 
 // Converts a result's rows to text rows.

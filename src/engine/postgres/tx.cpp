@@ -1,5 +1,5 @@
-// PostgreSQL's half of spool::tx: BEGIN on a pooled connection, or an adopted
-// PGconn that stays its owner's.
+// PostgreSQL's half of spool::tx: BEGIN on a pooled connection (sent with the
+// first statement), or an adopted PGconn that stays its owner's.
 #include <fmt/format.h>
 
 #include "engine/postgres/tx_impl.hpp"
@@ -13,6 +13,7 @@ namespace detail {
 
 void tx_impl::require_transaction() {
   if (done) throw error(errc::transaction_required, "the transaction has already ended");
+  if (conn().opening_pending()) return;  // begun lazily, nothing sent yet
   if (PQtransactionStatus(conn().native()) != PQTRANS_INTRANS) {
     throw error(errc::transaction_required,
                 PQtransactionStatus(conn().native()) == PQTRANS_INERROR
@@ -27,14 +28,20 @@ std::vector<row> tx_impl::exec(std::string_view sql, const std::vector<param>& p
 }
 
 void tx_impl::commit() {
-  if (adopted()) throw error(errc::invalid_state, "an adopted connection's transaction is committed by its owner");
+  if (adopted())
+    throw error(errc::invalid_state, "an adopted connection's transaction is committed by its owner");
   if (done) throw error(errc::transaction_required, "the transaction has already ended");
   if (PQtransactionStatus(conn().native()) == PQTRANS_INERROR) {
     rollback();
-    throw error(errc::invalid_state, "the transaction was aborted by an earlier error and has been rolled back",
+    throw error(errc::invalid_state,
+                "the transaction was aborted by an earlier error and has been rolled back",
                 "transaction_aborted");
   }
   done = true;
+  if (conn().opening_pending()) {  // nothing ran: nothing to commit
+    conn().forget_opening();
+    return;
+  }
   try {
     conn().exec("COMMIT", {}, intent::write);
   } catch (...) {
@@ -47,6 +54,10 @@ void tx_impl::commit() {
 void tx_impl::rollback() noexcept {
   if (done || adopted()) return;
   done = true;
+  if (conn().opening_pending()) {  // nothing was sent
+    conn().forget_opening();
+    return;
+  }
   try {
     conn().exec("ROLLBACK", {}, intent::read);
   } catch (...) {
@@ -58,13 +69,10 @@ std::unique_ptr<spool::detail::tx_state> begin(spool::detail::database_impl& db)
   auto t = std::make_unique<tx_impl>();
   t->db = &db;
   t->lease.emplace(db.pg_pool().acquire());
-  try {
-    t->conn().exec("BEGIN", {}, intent::read);
-  } catch (...) {
-    t->lease->discard();
-    t->done = true;
-    throw;
-  }
+  // BEGIN goes out with the transaction's first statement, saving a round
+  // trip per transaction (an outbox writer's W1 makes three: BEGIN, INSERT,
+  // COMMIT).
+  t->conn().open_lazily({"BEGIN"});
   return t;
 }
 
