@@ -218,8 +218,9 @@ class postgres_store final : public store {
 
 namespace {
 
-// Runs one publish statement and, with notify on, a NOTIFY per queue written
-// in its transaction: the caller's, or one pipelined implicit transaction.
+// Runs one publish statement and, with notify on, a NOTIFY per queue written,
+// in one round trip: in the caller's transaction, or as one pipelined
+// implicit transaction.
 std::vector<row> run_insert(pg::detail::connection& conn, const std::string& sql,
                             const std::vector<param>& params, const std::vector<encoded_row>& rows,
                             bool notify, const call_options& c) {
@@ -232,11 +233,9 @@ std::vector<row> run_insert(pg::detail::connection& conn, const std::string& sql
       notified.push_back(*r.queue_name);
   }
   for (const auto& q : notified) batch.push_back({"SELECT pg_notify('spool_mq', $1)", {q}});
-  if (conn.in_transaction()) {
-    auto inserted = conn.query(batch[0].sql, batch[0].params, intent::write, c, arrays);
-    for (std::size_t i = 1; i < batch.size(); ++i) conn.exec(batch[i].sql, batch[i].params, intent::write, c);
-    return inserted;
-  }
+  // In the caller's transaction too: there the pipeline runs inside its
+  // block (with its BEGIN, when that has not gone out yet), and a failure
+  // aborts the block as a failed statement would.
   return pg::detail::rows_of(conn.pipeline(batch, intent::write, c).front().get());
 }
 

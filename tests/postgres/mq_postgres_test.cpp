@@ -296,6 +296,64 @@ TEST_F(mq_postgres, poll_wait_is_woken_by_a_notifying_publish_from_another_conne
   EXPECT_EQ(got[0].broker_message_id, "notified");
 }
 
+// The next notification on a LISTENing raw connection (waiting up to 10 s),
+// or "" when none came.
+std::string next_notification(PGconn* listener) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until) {
+    if (PQconsumeInput(listener) == 0) return "";
+    if (PGnotify* n = PQnotifies(listener)) {
+      std::string payload = n->extra;
+      PQfreemem(n);
+      return payload;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return "";
+}
+
+// A notifying publish in the caller's transaction sends its NOTIFY in the
+// same round trip as the insert (a pipeline inside the block): the
+// notification still goes out only when that transaction commits.
+TEST_F(mq_postgres,
+       a_notifying_publish_in_the_callers_transaction_notifies_at_its_commit_and_never_on_rollback) {
+  (void)spool::migrate(*db_);
+  PGconn* listener = PQconnectdb(uri_.c_str());
+  ASSERT_EQ(PQstatus(listener), CONNECTION_OK);
+  PQclear(PQexec(listener, "LISTEN spool_mq"));
+  mq::queue rolled(*db_, {.name = "rolled", .notify = true});
+  mq::queue kept(*db_, {.name = "kept", .notify = true});
+  {
+    pg::tx tx(*db_);
+    (void)rolled.publish(tx, msg("never"));
+    tx.rollback();
+  }
+  {
+    pg::tx tx(*db_);
+    (void)kept.publish(tx, msg("kept-1"));
+    (void)kept.publish(tx, msg("kept-2"));
+    EXPECT_EQ(scalar("SELECT count(*) FROM queue_messages"), 0) << "nothing is visible before the commit";
+    tx.commit();
+  }
+  // Notifications arrive in commit order: the rolled-back one would be first.
+  EXPECT_EQ(next_notification(listener), "kept");
+  EXPECT_EQ(scalar("SELECT count(*) FROM queue_messages"), 2);
+  // The same through an application's own libpq transaction.
+  PGconn* app = PQconnectdb(uri_.c_str());
+  ASSERT_EQ(PQstatus(app), CONNECTION_OK);
+  PQclear(PQexec(app, "BEGIN"));
+  {
+    auto tx = pg::adopt(app);
+    (void)rolled.publish(tx, msg("raw"));
+  }
+  EXPECT_EQ(PQtransactionStatus(app), PQTRANS_INTRANS) << "the pipeline left the block open";
+  PQclear(PQexec(app, "COMMIT"));
+  EXPECT_EQ(next_notification(listener), "rolled");
+  EXPECT_EQ(scalar("SELECT count(*) FROM queue_messages WHERE queue_name = 'rolled'"), 1);
+  PQfinish(app);
+  PQfinish(listener);
+}
+
 TEST_F(mq_postgres, poll_wait_falls_back_to_polling_when_a_delay_ends_and_is_empty_at_its_timeout) {
   (void)spool::migrate(*db_);
   mq::queue q(*db_, {.name = "d", .notify = true, .poll_interval = std::chrono::milliseconds(300)});
