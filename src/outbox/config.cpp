@@ -93,14 +93,16 @@ void resolve_schema(names& n, database& db) {
 std::string render(engine kind, std::string_view file, const names& n) {
   const bool pg = kind == engine::postgres;
   const std::string prefix = pg ? spool::detail::schema_prefix(n.schema) : "";
-  // The claims share their SET and their decodability test (PostgreSQL).
+  // The claims share their SET and their decodability test, the writer's two
+  // inserts their body (PostgreSQL).
   const auto fragment = [pg](std::string_view name) {
     return pg ? spool::detail::embedded_sql(fmt::format("postgres/outbox/fragments/{}.sql", name))
               : std::string_view();
   };
   std::string sql = spool::detail::fill_placeholders(
       std::string(spool::detail::embedded_sql(fmt::format("{}/outbox/queries/{}.sql", engine_name(kind), file))),
-      {{"{{claim_set}}", fragment("claim_set")},
+      {{"{{insert_rows}}", fragment("insert_rows")},
+       {"{{claim_set}}", fragment("claim_set")},
        {"{{decodable}}", fragment("decodable")},
        {"{{cols}}", pg ? pg_cols : sqlite_cols},
        {"{{t}}", prefix + spool::detail::quote_identifier(n.table)},

@@ -96,9 +96,16 @@ std::vector<insert_result> postgres_insert(const exec_fn& exec, const names& n, 
     for (std::size_t i = 0; i < v.size(); ++i) p.push_back(set && !(*set)[i] ? nullptr : &v[i]);
     return pg::detail::text_array(p);
   };
-  const auto rows = exec(render(engine::postgres, "insert", n),
-                         {array(ids), array(topics), array(payloads), array(versions), array(metadata), array(keys),
-                          array(idem), array(avail, &avail_set), array(created, &created_set)});
+  std::vector<param> params{array(ids),  array(topics), array(payloads),           array(versions),
+                            array(metadata), array(keys), array(idem), array(avail, &avail_set),
+                            array(created, &created_set)};
+  // With notify on, the insert calls pg_notify itself when it wrote a row:
+  // one round trip, not two.
+  if (notify) {
+    params.emplace_back(channel);
+    params.emplace_back(n.qualified);
+  }
+  const auto rows = exec(render(engine::postgres, notify ? "insert_notify" : "insert", n), params);
   std::unordered_map<std::string, returned> inserted;
   for (const auto& r : rows) {
     inserted[*r[0]] = {from_micros(std::stoll(*r[1])), from_micros(std::stoll(*r[2]))};
@@ -116,7 +123,6 @@ std::vector<insert_result> postgres_insert(const exec_fn& exec, const names& n, 
     for (const auto& [id, _] : inserted) mine.push_back(id);
     exec(render(engine::postgres, "insert_undo", n), {array(mine)});
   });
-  if (notify && !inserted.empty()) exec(render(engine::postgres, "notify", n), {channel, n.qualified});
   return out;
 }
 

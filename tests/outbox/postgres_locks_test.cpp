@@ -198,6 +198,19 @@ TEST_F(outbox_postgres, with_notify_a_listener_hears_the_table_only_after_the_ca
     tx.rollback();
   }
   EXPECT_TRUE(drain(500ms).empty());  // never after a rollback
+  {
+    writer skipping(*db_, {.on_idempotency_conflict = idempotency_policy::skip, .notify = true});
+    auto first = env("k1"), repeat = env("k2");
+    first.idempotency_key = repeat.idempotency_key = "order-7";
+    pg::tx tx(*db_);
+    (void)skipping.insert(tx, first);
+    tx.commit();
+    EXPECT_EQ(drain(5s), (std::vector<std::string>{"spool_outbox/" + table}));
+    pg::tx again(*db_);
+    EXPECT_EQ(skipping.insert(again, repeat).status, insert_status::skipped);  // nothing written
+    again.commit();
+  }
+  EXPECT_TRUE(drain(500ms).empty());  // a write that inserted nothing wakes nobody
   // Without notify nothing is sent; a configured channel is used as given.
   {
     pg::tx tx(*db_);
