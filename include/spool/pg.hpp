@@ -11,7 +11,8 @@ namespace spool::pg {
 
 class tx : public spool::tx {
  public:
-  // Takes a connection from db's pool and runs BEGIN.
+  // Takes a connection from db's pool and begins; BEGIN is sent with the
+  // first statement, in the same round trip (spool::tx).
   // Errors: invalid_argument when db is not PostgreSQL; unavailable.
   explicit tx(database& db);
   explicit tx(std::unique_ptr<spool::detail::tx_state> state);

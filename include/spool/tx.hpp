@@ -23,7 +23,9 @@ class tx {
  public:
   // Takes a connection from db's pool and begins: BEGIN on PostgreSQL (READ
   // COMMITTED, whatever the database's default: Spool's connections set it;
-  // make SET TRANSACTION ISOLATION LEVEL the first statement for another),
+  // make SET TRANSACTION ISOLATION LEVEL the first statement for another;
+  // BEGIN goes out with the first statement, in its round trip, so a server
+  // that is gone shows there, as unavailable),
   // BEGIN IMMEDIATE on SQLite (the write lock, so the transaction cannot fail
   // later on a lock upgrade). Errors: unavailable (pool exhausted, busy, down).
   explicit tx(database& db);

@@ -16,6 +16,7 @@
 #include "spool/outbox/envelope.hpp"
 #include "spool/outbox/writer.hpp"
 #include "spool/pg.hpp"
+#include "support/eventually.hpp"
 #include "support/test_db.hpp"
 
 namespace spool::test {
@@ -107,6 +108,61 @@ TEST_F(lazy_begin, a_transaction_that_ran_nothing_commits_and_rolls_back_without
   }
   EXPECT_EQ(count_rows(), 3);
   EXPECT_EQ(in_state(*observer_, "idle in transaction"), 0);
+}
+
+TEST_F(lazy_begin, a_first_statement_that_does_not_parse_aborts_the_block_as_an_eager_begin_would) {
+  pg::tx tx(*db_);
+  EXPECT_THROW((void)tx.exec("INSERT INTO no_such_table VALUES ('a')", {}), spool::error);
+  // Had the parse run before BEGIN, the block would not exist, and this
+  // insert would run, and commit, on its own.
+  EXPECT_THROW((void)tx.exec("INSERT INTO t VALUES ('after')", {}), spool::error);
+  try {
+    tx.commit();
+    FAIL() << "commit after a failed statement succeeded";
+  } catch (const spool::error& e) {
+    EXPECT_EQ(e.reason(), "transaction_aborted");
+  }
+  EXPECT_EQ(count_rows(), 0);
+}
+
+TEST_F(lazy_begin, a_first_statement_refused_before_sending_leaves_the_block_to_open_with_the_next) {
+  (void)db_->exec("INSERT INTO t VALUES ($1)", {std::string("warm")});  // prepared on a connection
+  (void)db_->exec("DELETE FROM t", {});
+  for (int i = 0; i < 2; ++i) {  // each pooled connection, prepared or not
+    pg::tx tx(*db_);
+    EXPECT_THROW((void)tx.exec("INSERT INTO t VALUES ($1)", {std::string("nul\0byte", 8)}), spool::error);
+    (void)tx.exec("INSERT INTO t VALUES ($1)", {std::string("inside")});
+    EXPECT_EQ(count_rows(), 0) << "the insert ran outside a block";
+    tx.rollback();
+  }
+  EXPECT_EQ(count_rows(), 0);
+}
+
+TEST_F(lazy_begin, a_server_gone_before_the_first_statement_is_unavailable_not_in_doubt) {
+  auto one = database::open(uri_, {.pool_size = 1});
+  {
+    pg::tx tx(one);  // prepares the insert on the pool's one connection
+    (void)tx.exec("INSERT INTO t VALUES ($1)", {std::string("first")});
+    tx.commit();
+  }
+  const auto pid = *one.exec("SELECT pg_backend_pid()", {}).at(0).at(0);
+  (void)observer_->exec("SELECT pg_terminate_backend($1::int)", {pid});
+  ASSERT_TRUE(eventually(
+      [&] {
+        return *observer_->exec("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int", {pid})
+                    .at(0)
+                    .at(0) == "0";
+      },
+      std::chrono::seconds(10)));
+  pg::tx tx(one);
+  try {
+    (void)tx.exec("INSERT INTO t VALUES ($1)", {std::string("second")});
+    FAIL() << "a statement on a terminated backend succeeded";
+  } catch (const spool::error& e) {
+    EXPECT_EQ(e.code(), errc::unavailable) << e.what();  // BEGIN went first: nothing can have committed
+    EXPECT_TRUE(e.retryable());
+  }
+  EXPECT_EQ(count_rows(), 1);
 }
 
 TEST_F(lazy_begin, the_outbox_writer_accepts_a_transaction_whose_begin_has_not_gone_out_yet) {

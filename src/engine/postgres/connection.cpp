@@ -245,7 +245,6 @@ PGresult* connection::exec_prepared(const std::string& sql, const text_params& p
 
 const std::string* connection::prepare_cached(const std::string& sql, int n, intent what,
                                               const call_options& limits) {
-  constexpr std::size_t max_prepared = 64;
   // A borrowed connection belongs to the application: Spool leaves no named
   // statements on it (another wrapper of the same PGconn would collide with
   // them), so its statements run unnamed.
@@ -359,21 +358,37 @@ result_ptr connection::exec_limited(const std::string& sql, const text_params& p
 
 std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what,
                                              const call_options& limits) {
+  if (!opening_pending()) return send_pipeline(statements, what, limits, 0);
+  std::vector<statement> all;
+  all.reserve(opening_.size() + statements.size());
+  for (const auto& o : opening_) all.push_back({o, {}});
+  const std::size_t opening = all.size();
+  // A statement not prepared yet is prepared first, and a failed prepare
+  // inside a block aborts it: so the opening goes out on its own then, and
+  // the call proceeds as in any open block (this costs the round trip the
+  // opening would have cost anyway).
+  const bool all_prepared = std::all_of(statements.begin(), statements.end(), [&](const statement& s) {
+    return !owned_ || prepared_.count(std::string(s.sql)) > 0 || prepared_.size() >= max_prepared;
+  });
+  if (!all_prepared) {
+    (void)send_pipeline(all, intent::read, limits, opening);
+    return send_pipeline(statements, what, limits, 0);
+  }
+  // The opening goes first, in the same round trip. It stays pending until
+  // the pipeline is about to go out: a refused parameter sends nothing, and
+  // the block still opens with the next statement. A lost connection is
+  // unavailable, not in doubt: the block began in this round trip and
+  // nothing in it commits before the caller's COMMIT.
+  all.insert(all.end(), statements.begin(), statements.end());
+  auto results = send_pipeline(all, intent::read, limits, opening);
+  results.erase(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(opening));
+  return results;
+}
+
+std::vector<result_ptr> connection::send_pipeline(const std::vector<statement>& statements, intent what,
+                                                  const call_options& limits, std::size_t opening) {
   spool::detail::check_call(limits, "pipeline");
   ready_for_next();
-  if (opening_pending()) {
-    // Sent at the head of this pipeline; it is gone whatever happens next
-    // (a failure leaves the block aborted, or the connection unusable).
-    std::vector<std::string> opening;
-    opening.swap(opening_);
-    std::vector<statement> all;
-    all.reserve(opening.size() + statements.size());
-    for (const auto& o : opening) all.push_back({o, {}});
-    all.insert(all.end(), statements.begin(), statements.end());
-    auto results = pipeline(all, what, limits);
-    results.erase(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(opening.size()));
-    return results;
-  }
   // Every statement's parameters are checked before pipeline mode and the
   // first send (reserve: the pointers into each text_params must not move).
   std::vector<text_params> all;
@@ -388,6 +403,7 @@ std::vector<result_ptr> connection::pipeline(const std::vector<statement>& state
         prepare_cached(std::string(s.sql), static_cast<int>(s.params.size()), intent::read, limits));
   }
   if (PQenterPipelineMode(conn_) != 1) throw_error(conn_, nullptr, intent::read, "pipeline");
+  if (opening > 0) opening_.clear();  // it goes out now
   struct exit_guard {
     PGconn* c;
     ~exit_guard() {
@@ -472,14 +488,6 @@ void connection::exec_script(const std::string& sql) {
   const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY) return;
   throw_error(conn_, res.get(), intent::write, "script");
-}
-
-void connection::exec_simple(const std::string& sql, intent what) {
-  ready_for_next();
-  result_ptr res(PQexec(conn_, with_opening(sql).c_str()));
-  const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
-  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;
-  throw_error(conn_, res.get(), what, "statement");
 }
 
 }  // namespace spool::pg::detail

@@ -69,8 +69,12 @@ class connection {
   // statements, without parameters) goes out ahead of the next statement, in
   // the same round trip, instead of costing one of its own. Until then
   // nothing was sent and in_transaction() is true. Whatever call sends next
-  // (exec, query, pipeline, exec_simple, exec_script) sends the opening first
-  // and reports its failures as its own.
+  // (exec, query, pipeline, exec_script) sends the opening first and reports
+  // its failures as its own, except that a lost connection is unavailable
+  // (nothing in a block that began in that round trip can have committed).
+  // A statement not prepared yet on this connection is prepared inside the
+  // block (the opening then goes out on its own first), so a statement that
+  // fails to parse aborts the block, as it would in an eager one.
   void open_lazily(std::vector<std::string> opening) { opening_ = std::move(opening); }
   // The block was opened lazily and nothing has been sent in it yet: ending
   // it needs no round trip (forget_opening).
@@ -106,9 +110,6 @@ class connection {
                                    const call_options& limits = {});
   // Simple-query protocol, for migrations (several statements, no parameters).
   void exec_script(const std::string& sql);
-  // Simple-query protocol for a few fixed statements without parameters in
-  // one round trip (e.g. BEGIN and SET LOCAL). Errors as exec.
-  void exec_simple(const std::string& sql, intent what);
 
  private:
   // Runs sql as a named prepared statement, preparing it on first use, so
@@ -137,7 +138,12 @@ class connection {
   // a read; anything else goes through throw_error.
   [[noreturn]] void throw_failure(const PGresult* res, intent what, std::string_view cancelled_for,
                                   std::string_view context);
+  static constexpr std::size_t max_prepared = 64;  // the prepared-statement cache's bound
   std::string with_opening(const std::string& sql);
+  // pipeline's work; the first `opening` statements are the pending opening,
+  // forgotten once pipeline mode is entered (nothing is sent before that).
+  std::vector<result_ptr> send_pipeline(const std::vector<statement>& statements, intent what,
+                                        const call_options& limits, std::size_t opening);
   // Sends without blocking and waits, cancelling the statement at the limit.
   result_ptr exec_limited(const std::string& sql, const text_params& p, intent what,
                           const call_options& limits);
