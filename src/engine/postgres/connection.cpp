@@ -359,9 +359,12 @@ result_ptr connection::exec_limited(const std::string& sql, const text_params& p
 std::vector<result_ptr> connection::pipeline(const std::vector<statement>& statements, intent what,
                                              const call_options& limits) {
   if (!opening_pending()) return send_pipeline(statements, what, limits, 0);
+  // A copy: send_pipeline forgets opening_ as it sends, and the statements
+  // below point into these strings.
+  const std::vector<std::string> texts = opening_;
   std::vector<statement> all;
-  all.reserve(opening_.size() + statements.size());
-  for (const auto& o : opening_) all.push_back({o, {}});
+  all.reserve(texts.size() + statements.size());
+  for (const auto& o : texts) all.push_back({o, {}});
   const std::size_t opening = all.size();
   // A statement not prepared yet is prepared first, and a failed prepare
   // inside a block aborts it: so the opening goes out on its own then, and
