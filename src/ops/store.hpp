@@ -110,8 +110,10 @@ class store {
   virtual std::vector<row> claim_many(const std::vector<std::string>& types, const std::string& owner,
                                       const std::vector<std::string>& tokens, const call_options& call) = 0;
   virtual fence_result outcome(const fence_request& request, const call_options& call) = 0;
-  // Acks (kind ack only) in one transaction, each fenced as outcome(); per
-  // request in order, the row as that ack found it and whether it applied.
+  // Acks (kind ack only), each fenced as outcome(); per request in order,
+  // the row as that ack found it and whether it applied. SQLite runs one
+  // transaction; PostgreSQL commits the acks that apply in one statement,
+  // then classifies the rest (re-checking each fence) in a second.
   virtual std::vector<fence_result> ack_many(const std::vector<fence_request>& acks,
                                              const call_options& call) = 0;
   // Per lease: true when its heartbeat was refreshed.

@@ -75,6 +75,7 @@ class postgres_store final : public store {
                              "dequeue",
                              "dequeue_many",
                              "ack",
+                             "ack_applied",
                              "ack_many",
                              "fail",
                              "release",
@@ -197,24 +198,45 @@ class postgres_store final : public store {
 
   std::vector<fence_result> ack_many(const std::vector<fence_request>& acks,
                                      const call_options& call) override {
-    // One statement (ack_many.sql) for the batch; the ids are distinct
-    // (queue::ack_batch checks) and every one carries a token.
-    std::vector<std::optional<std::string>> ids, tokens;
-    ids.reserve(acks.size());
-    tokens.reserve(acks.size());
+    // The ids are distinct (queue::ack_batch checks) and every one carries a
+    // token. ack_applied.sql acks what it can in one statement, in id
+    // order; ack_many.sql then reports each op it did not ack as found
+    // (usually none).
+    std::vector<std::size_t> order(acks.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return acks[a].id < acks[b].id; });
     std::unordered_map<std::string_view, std::size_t> position;
-    for (std::size_t i = 0; i < acks.size(); ++i) {
-      ids.emplace_back(acks[i].id);
-      tokens.emplace_back(acks[i].token);
-      position.emplace(acks[i].id, i);
-    }
-    auto conn = db_.pg_pool().acquire(call);
-    const auto rows = conn->query(
-        sql_.at("ack_many"),
-        {binary_text_array(ids, conn->client_utf8()), binary_text_array(tokens, conn->client_utf8())},
-        intent::write, call, 0b11U);
+    for (std::size_t i = 0; i < acks.size(); ++i) position.emplace(acks[i].id, i);
     std::vector<fence_result> out(acks.size());
-    for (const auto& r : rows) {
+    auto conn = db_.pg_pool().acquire(call);
+    const auto send = [&](const char* statement, const std::vector<std::size_t>& which) {
+      std::vector<std::optional<std::string>> ids, tokens;
+      ids.reserve(which.size());
+      tokens.reserve(which.size());
+      for (const std::size_t i : which) {
+        ids.emplace_back(acks[i].id);
+        tokens.emplace_back(acks[i].token);
+      }
+      return conn->query(sql_.at(statement),
+                         {binary_text_array(ids, conn->client_utf8()), binary_text_array(tokens, conn->client_utf8())},
+                         intent::write, call, 0b11U);
+    };
+    for (const auto& r : send("ack_applied", order)) {
+      const auto it = position.find(r.at(0).value_or(""));
+      if (it == position.end()) continue;
+      fence_result& f = out[it->second];
+      f.found = true;
+      f.status = "running";  // as the fence found it
+      f.lease_token = acks[it->second].token;
+      f.applied = true;
+      f.new_status = "done";
+    }
+    std::vector<std::size_t> rest;
+    for (const std::size_t i : order) {
+      if (!out[i].applied) rest.push_back(i);
+    }
+    if (rest.empty()) return out;
+    for (const auto& r : send("ack_many", rest)) {
       const auto it = position.find(r.at(0).value_or(""));
       if (it == position.end()) continue;
       fence_result& f = out[it->second];

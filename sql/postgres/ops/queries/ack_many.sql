@@ -1,5 +1,6 @@
 -- Ack many ops in one statement (ack_batch; op-queue.md §4.5, T4), each
--- fenced exactly as ack.sql. $1 ids, $2 the callers' lease tokens (text[],
+-- fenced exactly as ack.sql. ack_batch runs it only for the ops that
+-- ack_applied.sql did not ack, to report each as found. $1 ids, $2 the callers' lease tokens (text[],
 -- same length, ids distinct).
 -- `target` locks the rows in id order, so concurrent batches never deadlock,
 -- and reports each as the call found it; the change applies only to a
