@@ -26,11 +26,16 @@
 #                                 claim UPDATE, then a DELETE by id, two commits)
 #                                 and floor_kept (lease and keep: a claim UPDATE
 #                                 taking a lease, then an UPDATE to done; the rows
-#                                 stay, as the op queue's and the outbox's do);
+#                                 stay, as the op queue's and the outbox's do),
+#                                 and floor_ops_layout / floor_outbox_layout (the
+#                                 lease-and-keep cycle in its minimal SQL on the
+#                                 op queue's and the outbox's own tables, with
+#                                 the indexes and constraints their specs
+#                                 require: bench/floors/);
 #   {"kind":"ratio",…}            a Spool result over a floor of the same cycle
 #                                 (drains: one line per floor, the same cycle's
 #                                 first: floor_alo for mq, floor_kept for ops and
-#                                 outbox);
+#                                 outbox, then the layout floor);
 #   {"kind":"backlog_growth",…}   cost per message at the largest backlog over 1k;
 #   {"kind":"held_vs_clean",…}    the held-snapshot drain over the clean one;
 #   {"kind":"cli_runtime",…}      spool mq work / ops work / relay draining
@@ -265,7 +270,7 @@ EOF
 psql_bench -c 'CREATE TABLE floor_alo (id bigserial PRIMARY KEY, vt timestamptz NOT NULL DEFAULT now(),
   reads integer NOT NULL DEFAULT 0, payload text NOT NULL)' -c 'CREATE INDEX ON floor_alo (vt)'
 cat >"$WORK/floor_alo.sql" <<'EOF'
-WITH claimed AS (UPDATE floor_alo SET vt = now() + interval '30 seconds', reads = reads + 1 WHERE id IN (SELECT id FROM floor_alo WHERE vt <= now() ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id, payload) SELECT array_agg(id) AS ids FROM claimed \gset
+WITH claimed AS (UPDATE floor_alo SET vt = now() + interval '30 seconds', reads = reads + 1 WHERE id IN (SELECT id FROM floor_alo WHERE vt <= now() ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id, payload) SELECT COALESCE(array_agg(id), '{}') AS ids FROM claimed \gset
 DELETE FROM floor_alo WHERE id = ANY(:ids::bigint[]);
 EOF
 # The lease-and-keep floor: the minimal job queue that keeps its finished rows
@@ -276,7 +281,7 @@ psql_bench -c "CREATE TABLE floor_kept (id bigserial PRIMARY KEY, state text NOT
   attempts integer NOT NULL DEFAULT 0, leased_until timestamptz, finished_at timestamptz, payload text NOT NULL)" \
   -c "CREATE INDEX ON floor_kept (id) WHERE state = 'pending'"
 cat >"$WORK/floor_kept.sql" <<'EOF'
-WITH claimed AS (UPDATE floor_kept SET state = 'running', attempts = attempts + 1, leased_until = now() + interval '30 seconds' WHERE id IN (SELECT id FROM floor_kept WHERE state = 'pending' ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id, payload) SELECT array_agg(id) AS ids FROM claimed \gset
+WITH claimed AS (UPDATE floor_kept SET state = 'running', attempts = attempts + 1, leased_until = now() + interval '30 seconds' WHERE id IN (SELECT id FROM floor_kept WHERE state = 'pending' ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id, payload) SELECT COALESCE(array_agg(id), '{}') AS ids FROM claimed \gset
 UPDATE floor_kept SET state = 'done', finished_at = now(), leased_until = NULL WHERE id = ANY(:ids::bigint[]) AND state = 'running';
 EOF
 
@@ -315,12 +320,16 @@ floor() {
   elif [[ $workload == floor_alo || $workload == floor_kept ]]; then
     psql_bench -c "INSERT INTO $workload (payload) SELECT repeat('x', $PAYLOAD_BYTES) FROM generate_series(1, $BACKLOG)" \
       -c "ANALYZE $workload"
+  elif [[ $workload == floor_*_layout ]]; then
+    psql_bench -v backlog="$BACKLOG" -v pad="$PAYLOAD_BYTES" -f "$LAYOUT_FLOORS/${workload#floor_}_fill.sql"
   fi
   [[ -n $held ]] && hold_snapshot
   local per_client=$((messages / (batch * clients)))
   ((per_client > 0)) || per_client=1
+  local script=$WORK/$workload.sql
+  [[ $workload == floor_*_layout ]] && script=$LAYOUT_FLOORS/${workload#floor_}.sql
   tps=$("$PG_BIN/pgbench" -n -M prepared -c "$clients" -j "$clients" -t "$per_client" \
-    -D batch="$batch" -D pad="$PAYLOAD_BYTES" -f "$WORK/$workload.sql" "$URI" 2>>"$WORK/pgbench.log" |
+    -D batch="$batch" -D pad="$PAYLOAD_BYTES" -f "$script" "$URI" 2>>"$WORK/pgbench.log" |
     sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -n 1)
   [[ -n $held ]] && release_snapshot
   [[ -n $tps ]] || { say "pgbench $workload failed; see below"; cat "$WORK/pgbench.log" >&2; exit 1; }
@@ -342,6 +351,17 @@ for clients in 1 4 16; do
     floor "$w" 100 "$clients" "$BACKLOG"
   done
 done
+# The lease-and-keep cycle on the op queue's and the outbox's own tables
+# (after the Spool workloads, which leave them empty): what their layouts
+# allow the drain at batch 100, so a ratio to it shows the statements' own
+# cost apart from the indexes and constraints the specs require.
+LAYOUT_FLOORS=$ROOT/bench/floors
+"$SPOOL_CLI" migrate --db "$URI" >/dev/null
+for clients in 1 4 16; do
+  floor floor_ops_layout 100 "$clients" "$BACKLOG"
+  floor floor_outbox_layout 100 "$clients" "$BACKLOG"
+done
+psql_bench -c 'TRUNCATE ops_queue, outbox_messages'
 for w in floor_alo floor_kept floor_claim; do
   floor "$w" 1 4 "$FLOOR_CLAIM1_MESSAGES" held
   floor "$w" 100 4 "$BACKLOG" held
@@ -352,7 +372,9 @@ jq -c -s '
   (map(select(.kind == "floor"))) as $floors
   # The drain floors, the same cycle first: claim and delete for
   # the message queue, lease and keep for the op queue and the outbox.
-  | def cycle_floors($cap): (if $cap == "mq" then ["floor_alo", "floor_kept"] else ["floor_kept", "floor_alo"] end)
+  | def cycle_floors($cap): (if $cap == "mq" then ["floor_alo", "floor_kept"]
+                             elif $cap == "ops" then ["floor_kept", "floor_ops_layout", "floor_alo"]
+                             else ["floor_kept", "floor_outbox_layout", "floor_alo"] end)
                             + ["floor_claim"];
   def floor_of($k): ($floors | map(select(.workload == $k.w and .batch == $k.b and .clients == $k.c
                                             and .held_snapshot == $k.h)) | first);

@@ -2,14 +2,15 @@
 # bench/table.sh RESULTS.jsonl — the Markdown tables of docs/BENCHMARKS.md from
 # the JSON lines of bench/run.sh (needs jq): every Spool result with its floors
 # and ratios (PostgreSQL: the floor of the same cycle first — at-least-once
-# for mq, lease-and-keep for ops and outbox — then the one-commit or insert
+# for mq, lease-and-keep for ops and outbox — then, for ops and outbox, the
+# same cycle on their own table layout, then the one-commit or insert
 # floor), then the runtimes beside the library loop, the backlog
 # growth and held-snapshot lines.
 set -Eeuo pipefail
 IN=${1:?usage: bench/table.sh RESULTS.jsonl}
 
-echo "| engine | sync | capability | workload | backlog | producer batch | consumer batch | workers | held snapshot | messages | msgs/s | µs/msg | p50 / p95 / p99 ms | same-cycle floor | ratio | one-commit / insert floor | ratio |"
-echo "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|"
+echo "| engine | sync | capability | workload | backlog | producer batch | consumer batch | workers | held snapshot | messages | msgs/s | µs/msg | p50 / p95 / p99 ms | same-cycle floor | ratio | same cycle, own table layout | ratio | one-commit / insert floor | ratio |"
+echo "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
 jq -r -s '
   (map(select(.kind == "ratio"))) as $ratios
   | map(select(.kind == null))[]
@@ -20,6 +21,7 @@ jq -r -s '
                           and .workers == $l.workers and .held_snapshot == $l.held_snapshot
                           and (.groups // 0) == ($l.groups // 0)))) as $rs
   | ($rs | map(select(.floor == "floor_alo" or .floor == "floor_kept")) | first) as $a
+  | ($rs | map(select(.floor == "floor_ops_layout" or .floor == "floor_outbox_layout")) | first) as $o
   | ($rs | map(select(.floor == "floor_claim" or .floor == "floor_insert")) | first) as $r
   | [ .engine, .synchronous_commit, .capability,
       .workload + (if (.groups // 0) > 0 then " (\(.groups) groups)" else "" end), (.backlog // "" | tostring), (if .producer_batch > 0 then .producer_batch else "" end | tostring),
@@ -29,6 +31,7 @@ jq -r -s '
       (.msgs_per_s | tostring), (.us_per_msg // "" | tostring),
       (if .p99_ms then "\(.p50_ms) / \(.p95_ms) / \(.p99_ms)" else "" end),
       ($a.floor_msgs_per_s // "" | tostring), ($a.ratio // "" | tostring),
+      ($o.floor_msgs_per_s // "" | tostring), ($o.ratio // "" | tostring),
       ($r.floor_msgs_per_s // "" | tostring), ($r.ratio // "" | tostring) ]
   | "| " + join(" | ") + " |"
 ' "$IN"

@@ -1,0 +1,2 @@
+WITH claimed AS (UPDATE ops_queue SET status = 'running', attempts = attempts + 1, started_at = now(), heartbeat_at = now(), lease_owner = 'floor', lease_token = 'floor' WHERE id IN (SELECT id FROM ops_queue WHERE status = 'pending' ORDER BY priority DESC, enqueued_at LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id) SELECT COALESCE(array_agg(id), '{}') AS ids FROM claimed \gset
+UPDATE ops_queue SET status = 'done', finished_at = now() WHERE id = ANY(:ids::text[]) AND status = 'running';
