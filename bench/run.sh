@@ -27,11 +27,13 @@
 #                                 and floor_kept (lease and keep: a claim UPDATE
 #                                 taking a lease, then an UPDATE to done; the rows
 #                                 stay, as the op queue's and the outbox's do),
-#                                 and floor_ops_layout / floor_outbox_layout (the
-#                                 lease-and-keep cycle in its minimal SQL on the
-#                                 op queue's and the outbox's own tables, with
-#                                 the indexes and constraints their specs
-#                                 require: bench/floors/);
+#                                 and the layout floors of bench/floors/ (the
+#                                 insert cycle on each capability's own table,
+#                                 floor_<cap>_insert_layout, and the
+#                                 lease-and-keep cycle on the op queue's and the
+#                                 outbox's, floor_ops_layout / floor_outbox_layout,
+#                                 with the indexes and constraints their specs
+#                                 require);
 #   {"kind":"ratio",…}            a Spool result over a floor of the same cycle
 #                                 (drains: one line per floor, the same cycle's
 #                                 first: floor_alo for mq, floor_kept for ops and
@@ -337,7 +339,7 @@ floor() {
   local n=$((per_client * batch * clients))
   jq -c -n --arg w "$workload" --argjson n "$n" --argjson pad "$PAYLOAD_BYTES" --argjson b "$batch" \
     --argjson c "$clients" --arg sync "$SYNC" --arg fsync "$FSYNC" --argjson rate "$rate" \
-    --argjson backlog "$([[ $workload == floor_insert ]] && echo 0 || echo "$BACKLOG")" \
+    --argjson backlog "$([[ $workload == floor_insert || $workload == floor_*_insert_layout ]] && echo 0 || echo "$BACKLOG")" \
     --argjson held "$([[ -n $held ]] && echo true || echo false)" \
     '{kind:"floor", engine:"postgres", workload:$w, messages:$n, payload_bytes:$pad, batch:$b, clients:$c,
       backlog:$backlog, synchronous_commit:$sync, fsync:$fsync, held_snapshot:$held, msgs_per_s:$rate,
@@ -357,11 +359,15 @@ done
 # cost apart from the indexes and constraints the specs require.
 LAYOUT_FLOORS=$ROOT/bench/floors
 "$SPOOL_CLI" migrate --db "$URI" >/dev/null
+for cap in mq ops outbox; do
+  floor "floor_${cap}_insert_layout" 1 1 "$FLOOR_INSERT1_MESSAGES"
+  floor "floor_${cap}_insert_layout" 100 1 "$FLOOR_INSERT100_MESSAGES"
+done
 for clients in 1 4 16; do
   floor floor_ops_layout 100 "$clients" "$BACKLOG"
   floor floor_outbox_layout 100 "$clients" "$BACKLOG"
 done
-psql_bench -c 'TRUNCATE ops_queue, outbox_messages'
+psql_bench -c 'TRUNCATE queue_messages, ops_queue, outbox_messages' -c 'DROP SEQUENCE IF EXISTS floor_ids'
 for w in floor_alo floor_kept floor_claim; do
   floor "$w" 1 4 "$FLOOR_CLAIM1_MESSAGES" held
   floor "$w" 100 4 "$BACKLOG" held
@@ -381,8 +387,10 @@ jq -c -s '
   map(select(.kind == null and .engine == "postgres")) as $spool
   | ($spool[]
      | . as $l
-     | (if .workload == "W1" then [{w: "floor_insert", b: 1, c: 1, h: false}]
-        elif .workload == "W2" then [{w: "floor_insert", b: 100, c: 1, h: false}]
+     | (if .workload == "W1" then [{w: "floor_insert", b: 1, c: 1, h: false},
+                                    {w: "floor_\(.capability)_insert_layout", b: 1, c: 1, h: false}]
+        elif .workload == "W2" then [{w: "floor_insert", b: 100, c: 1, h: false},
+                                     {w: "floor_\(.capability)_insert_layout", b: 100, c: 1, h: false}]
         elif .workload == "W3" then
           [cycle_floors(.capability)[] | {w: ., b: $l.consumer_batch, c: $l.workers, h: $l.held_snapshot}]
         elif .workload == "backlog" then [cycle_floors(.capability)[] | {w: ., b: 1, c: 1, h: false}]

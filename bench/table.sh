@@ -3,7 +3,7 @@
 # the JSON lines of bench/run.sh (needs jq): every Spool result with its floors
 # and ratios (PostgreSQL: the floor of the same cycle first — at-least-once
 # for mq, lease-and-keep for ops and outbox — then, for ops and outbox, the
-# same cycle on their own table layout, then the one-commit or insert
+# same cycle on their own table layout (every capability's publish too), then the one-commit or insert
 # floor), then the runtimes beside the library loop, the backlog
 # growth and held-snapshot lines.
 set -Eeuo pipefail
@@ -21,7 +21,7 @@ jq -r -s '
                           and .workers == $l.workers and .held_snapshot == $l.held_snapshot
                           and (.groups // 0) == ($l.groups // 0)))) as $rs
   | ($rs | map(select(.floor == "floor_alo" or .floor == "floor_kept")) | first) as $a
-  | ($rs | map(select(.floor == "floor_ops_layout" or .floor == "floor_outbox_layout")) | first) as $o
+  | ($rs | map(select(.floor | endswith("_layout"))) | first) as $o
   | ($rs | map(select(.floor == "floor_claim" or .floor == "floor_insert")) | first) as $r
   | [ .engine, .synchronous_commit, .capability,
       .workload + (if (.groups // 0) > 0 then " (\(.groups) groups)" else "" end), (.backlog // "" | tostring), (if .producer_batch > 0 then .producer_batch else "" end | tostring),

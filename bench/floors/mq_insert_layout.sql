@@ -1,0 +1,1 @@
+INSERT INTO queue_messages (id, queue_name, message_group_id, receipt_handle, visible_at, payload, created_at, receive_count) SELECT '00000000-0000-7000-8000-' || lpad(to_hex(nextval('floor_ids')), 12, '0'), 'bench', NULL, NULL, floor(extract(epoch FROM now()))::bigint, repeat('x', :pad), floor(extract(epoch FROM now()))::bigint, 0 FROM generate_series(1, :batch);

@@ -1,0 +1,1 @@
+INSERT INTO ops_queue (id, type, payload) SELECT '00000000-0000-7000-8000-' || lpad(to_hex(nextval('floor_ids')), 12, '0'), 'bench', jsonb_build_object('pad', repeat('x', greatest(:pad - 12, 0))) FROM generate_series(1, :batch);

@@ -1,0 +1,1 @@
+INSERT INTO outbox_messages (id, topic, payload, payload_version) SELECT '00000000-0000-7000-8000-' || lpad(to_hex(nextval('floor_ids')), 12, '0'), 'bench', convert_to(repeat('x', :pad), 'UTF8'), 1 FROM generate_series(1, :batch);
