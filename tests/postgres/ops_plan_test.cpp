@@ -1,8 +1,7 @@
 // PostgreSQL plans of the op queue's batch claim and ack (issue 13): the
 // plan must not depend on whether the table has been analysed.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
@@ -48,9 +47,10 @@ TEST(ops_postgres_plan, a_batch_ack_on_an_analysed_table_walks_the_primary_key_a
   const std::string uri = make_pg_database("ops_postgres_plan_ack");
   auto db = database::open(uri);
   (void)spool::migrate(db);
-  pg_exec(uri,
-          "INSERT INTO ops_queue (id, type, payload, status, lease_token, enqueued_at) SELECT 'op' || g, 't', "
-          "'{}', 'running', 'tok' || g, now() + g * interval '1 microsecond' FROM generate_series(1, 20000) g");
+  pg_exec(
+      uri,
+      "INSERT INTO ops_queue (id, type, payload, status, lease_token, enqueued_at) SELECT 'op' || g, 't', "
+      "'{}', 'running', 'tok' || g, now() + g * interval '1 microsecond' FROM generate_series(1, 20000) g");
   pg_exec(uri, "VACUUM ANALYZE ops_queue");
   const std::string sql =
       ops::detail::render_ops_file("postgres/ops/queries/ack_applied.sql", {.table = "ops_queue"});
@@ -77,8 +77,9 @@ TEST(ops_postgres_plan, a_batch_ack_on_an_analysed_table_walks_the_primary_key_a
   EXPECT_EQ(plan.find("Seq Scan"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("Rows Removed by Join Filter"), std::string::npos) << plan;
   EXPECT_EQ(*pg_query(uri, "SELECT count(*) FROM ops_queue WHERE status = 'done'").at(0).at(0), "100");
-  EXPECT_EQ(*pg_query(uri, "SELECT count(*) FROM ops_queue WHERE status = 'done' AND id NOT IN "
-                           "(SELECT 'op' || g FROM generate_series(101, 200) g)")
+  EXPECT_EQ(*pg_query(uri,
+                      "SELECT count(*) FROM ops_queue WHERE status = 'done' AND id NOT IN "
+                      "(SELECT 'op' || g FROM generate_series(101, 200) g)")
                  .at(0)
                  .at(0),
             "0");
