@@ -36,11 +36,15 @@ psql_at() {
   "$BIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -d "$1" -c "$2"
 }
 
-# Waits up to $3 half-seconds for the query $2 on $1 to print "t".
+# Waits up to $3 half-seconds for the query $2 on $1 to print "t". The last
+# answer (or psql's error) is left in LAST_ANSWER, so that a caller that gives
+# up can say what the server said rather than guess.
+LAST_ANSWER=""
 wait_true() {
   local uri=$1 sql=$2 n=$3
   while ((n-- > 0)); do
-    [[ $(psql_at "$uri" "$sql" 2>/dev/null || true) == t ]] && return 0
+    LAST_ANSWER=$(psql_at "$uri" "$sql" 2>&1 || true)
+    [[ $LAST_ANSWER == t ]] && return 0
     sleep 0.5
   done
   return 1
@@ -147,8 +151,13 @@ do_promote() {
   [[ -n $DIR && -s $DIR/uri ]] || die "no standby in $TOP: run $PROG start-standby $TOP first"
   as_pg "$BIN/pg_ctl" -D "$RUN/data" -w -t 60 promote >/dev/null ||
     die "could not promote the standby in $RUN/data; see $DIR/log"
+  # On failure the message carries the probe's last answer and the log's
+  # tail: the test's temporary directory, and the log with it, is gone by the
+  # time anyone reads a CI log (chaos_many_hosts failed here once, 2026-12-07,
+  # with nothing else to go on).
   wait_true "$(<"$DIR/uri")" "SELECT NOT pg_is_in_recovery()" 120 ||
-    die "the promoted standby still reports pg_is_in_recovery(); see $DIR/log"
+    die "the promoted standby did not leave recovery within 60 s; last answer to SELECT NOT pg_is_in_recovery(): ${LAST_ANSWER:-none}; the end of $DIR/log:
+$(tail -n 40 -- "$DIR/log" 2>/dev/null)"
   echo "$PROG: standby promoted"
 }
 
