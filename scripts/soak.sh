@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# soak.sh BUILD_DIR RUNS — the crash and fault suites (chaos_postgres, chaos_sqlite, faults_tests)
+# soak.sh BUILD_DIR RUNS — the crash and fault suites (chaos_postgres, chaos_sqlite, chaos_many_hosts, faults_tests)
 # RUNS times in a row in BUILD_DIR, each run with fresh random seeds (SPOOL_CHAOS_SEED is unset).
 # Every run's full output goes to BUILD_DIR/soak/run-N.log; BUILD_DIR/soak/summary.txt gets one line
 # per run with its verdict and the seed of each chaos and fault test (replay one with
@@ -22,7 +22,7 @@ for ((i = 1; i <= runs; i++)); do
   # A chaos test that finds a fault copies its actors' delivery logs here, so
   # that the run can be examined after its temporary directory is gone.
   if SPOOL_CHAOS_KEEP_LOGS=$out/kept-$i \
-    ctest --test-dir "$build" -V -j2 -R '^(chaos_postgres|chaos_sqlite|faults_tests)$' >"$log" 2>&1; then
+    ctest --test-dir "$build" -V -j2 -R '^(chaos_postgres|chaos_sqlite|chaos_many_hosts|faults_tests)$' >"$log" 2>&1; then
     verdict=green
     green=$((green + 1))
   else
