@@ -114,6 +114,11 @@ TEST_P(metrics_endpoint, ops_work_counts_done_ops_per_type_and_reports_the_table
     }
     return true;
   })) << worker.err();
+  // The pool counts an op as succeeded once its batch ack has returned, which
+  // is after the row reads done: wait for the counter rather than race it.
+  ASSERT_TRUE(eventually([&] {
+    return sample(get(base, "/metrics").body, R"(spool_ops_succeeded_total{owner="w1",type="x"})") == "5";
+  })) << get(base, "/metrics").body;
 
   const auto after = get(base, "/metrics");
   ASSERT_EQ(after.status, 200);
