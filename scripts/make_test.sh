@@ -58,7 +58,16 @@ stage "suites build ($([[ $SANITIZE == 1 ]] && echo ASan+UBSan || echo plain), e
 chain &
 chain_pid=$!
 trap 'kill "$chain_pid" 2>/dev/null' EXIT
-stage "every suite, once" make --no-print-directory suites
+# The suites' output is kept, so that a failure ends the run with a digest of what failed
+# (scripts/failure_digest.sh): the tail is what a CI log shows first.
+suites_log=$logs/suites.log
+if ! scripts/timed.sh "$stages" "every suite, once" \
+  bash -c 'make --no-print-directory suites 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' "$suites_log"; then
+  echo "make test: FAILED at: every suite, once" >&2
+  report
+  scripts/failure_digest.sh "$suites_log" >&2
+  exit 1
+fi
 if ! wait "$chain_pid"; then
   what=$(cat "$logs/failed" 2>/dev/null || echo "?")
   tail -n 60 "$logs/$what.log" >&2

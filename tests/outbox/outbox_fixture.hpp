@@ -121,6 +121,20 @@ class outbox_conformance : public ::testing::TestWithParam<engine> {
                       : "UPDATE outbox_messages SET leased_until = leased_until - 3600000000 WHERE id = ?1",
               {id});
   }
+  // Another relay takes a live lease over in one statement, as a claim of
+  // the expired row would: new owner and token, one more claim, a minute's
+  // lease. One statement, so the holder's own claim rounds cannot take the
+  // row back in between (expire_lease then a second store's claim could).
+  void steal_lease(const std::string& id, const std::string& owner) {
+    db_->exec(is_pg() ? "UPDATE outbox_messages SET lease_owner = $2, lease_token = gen_random_uuid(), "
+                        "claim_count = claim_count + 1, leased_until = clock_timestamp() + interval '1 minute' "
+                        "WHERE id = $1 AND state = 'leased'"
+                      : "UPDATE outbox_messages SET lease_owner = ?2, "
+                        "lease_token = 'aaaaaaaa-bbbb-4ccc-8ddd-' || substr(hex(randomblob(6)), 1, 12), "
+                        "claim_count = claim_count + 1, leased_until = leased_until + 60000000 "
+                        "WHERE id = ?1 AND state = 'leased'",
+              {id, owner});
+  }
   void set_terminal_age(const std::string& id, const std::string& col, int seconds_ago) {
     if (is_pg()) {
       db_->exec("UPDATE outbox_messages SET " + col + " = clock_timestamp() - $2::int * interval '1 second' WHERE id = $1",

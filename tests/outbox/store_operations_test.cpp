@@ -432,7 +432,10 @@ TEST_P(outbox_store,
     }
     return archive_outcome{};
   };
-  auto deleted = s.archive_and_prune_delivered(cut, 10, working);
+  // A generous deadline here: this archiver captures the test's locals, and
+  // one that overran would be left running after them.
+  auto patient = make_store({.archive_deadline = 60s});
+  auto deleted = patient.archive_and_prune_delivered(cut, 10, working);
   std::sort(deleted.begin(), deleted.end());
   EXPECT_EQ(archived, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(deleted, (std::vector<std::string>{"a", "b"}));

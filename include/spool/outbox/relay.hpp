@@ -106,7 +106,7 @@ struct relay_metrics {
   std::uint64_t store_errors = 0;         // failed store calls (claim, renew, transitions)
   std::uint64_t delivery_unrecorded = 0;  // published, but the delivery could not be recorded
   std::uint64_t claims = 0;               // claim calls
-  std::uint64_t wakeups = 0;              // poll waits ended by a notification or a listener (re)start
+  std::uint64_t wakeups = 0;              // claim rounds a notification or a listener (re)start asked for
   breaker_state breaker = breaker_state::closed;
   std::int64_t in_flight = 0;      // leases held now
   latency_histogram sink_latency;  // sink call start to return

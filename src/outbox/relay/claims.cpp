@@ -89,9 +89,12 @@ void relay::impl::loop(const std::stop_token& stop) {
       if (!more) {
         // Poll wait, ended early only by a change notification (rule 8);
         // capacity freed does not end it.
-        if (cv.wait_for(lock, stop, o.poll_interval, [&] { return woken || successor_ready; }) && woken)
-          ++m.wakeups;
+        (void)cv.wait_for(lock, stop, o.poll_interval, [&] { return woken || successor_ready; });
       }
+      // Counted whether or not a wait was under way: the listener's first
+      // "look now" can land before the loop's first wait, and is still the
+      // sign that the relay listens.
+      if (woken) ++m.wakeups;
       woken = false;
       successor_ready = false;
       // Wait for capacity, and for the breaker to allow a claim.
