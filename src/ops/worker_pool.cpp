@@ -54,6 +54,10 @@ void worker_pool::impl::register_handler(const std::string& type, registration r
   r.retry = options.retry.value_or(default_retry);
   check_policy(r.retry);
   handlers[type] = std::move(r);
+  // Its zeroed counters exist from now on: a metrics endpoint served before
+  // start() already shows every registered type.
+  std::lock_guard m(metrics_mutex);
+  counters[type];
 }
 
 void worker_pool::add_handler(const std::string& type, op_handler handler, handler_options options) {

@@ -45,7 +45,7 @@ TEST_P(mq_work, each_message_is_fed_to_the_command_and_acked_then_sigterm_stops_
                           "$SPOOL_MQ_RECEIVE_COUNT\" >> " +
                           log.string()},
                      dir_.path());
-  for (int i = 0; i < 200 && rows() > 0; ++i) std::this_thread::sleep_for(50ms);
+  for (int i = 0; i < 1200 && rows() > 0; ++i) std::this_thread::sleep_for(50ms);
   EXPECT_EQ(rows(), 0);
   EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();
   const auto handled = read_file(log);
@@ -66,7 +66,7 @@ TEST_P(mq_work, a_failing_command_nacks_its_message_with_a_delay) {
       {"mq", "work", "--queue", "w", "--db", uri_, "--exec", "echo 'no such customer' >&2; exit 3"},
       dir_.path());
   // Nacked: released (no receipt) and delayed by about a second.
-  for (int i = 0; i < 200 && rows("receive_count >= 1 AND receipt_handle IS NULL") == 0; ++i) {
+  for (int i = 0; i < 2400 && rows("receive_count >= 1 AND receipt_handle IS NULL") == 0; ++i) {
     std::this_thread::sleep_for(25ms);
   }
   EXPECT_EQ(worker.stop(SIGINT), 0) << worker.err();
@@ -102,7 +102,7 @@ TEST_P(mq_work, strict_group_order_runs_a_groups_messages_one_at_a_time_in_order
                                          log.string()};
     if (strict) args.push_back("--strict-group-order");
     cli_process worker(args, dir_.path(), queue);
-    for (int i = 0; i < 400 && rows("queue_name = '" + queue + "'") > 0; ++i)
+    for (int i = 0; i < 2400 && rows("queue_name = '" + queue + "'") > 0; ++i)
       std::this_thread::sleep_for(25ms);
     EXPECT_EQ(rows("queue_name = '" + queue + "'"), 0);
     EXPECT_EQ(worker.stop(SIGTERM), 0) << worker.err();

@@ -39,7 +39,7 @@ TEST_P(mq_consumer, handled_messages_are_acked_and_failed_ones_nacked_and_redeli
       },
       {.concurrency = 2, .idle_wait = 200ms, .retry_jitter = 0});
   c.start();
-  for (int i = 0; i < 100 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 600 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
   c.stop();
   EXPECT_EQ(count("queue_messages"), 0);
   EXPECT_EQ(seen.count("flaky"), 2u);  // nacked with a 1 s delay, then acked
@@ -50,18 +50,20 @@ TEST_P(mq_consumer, handled_messages_are_acked_and_failed_ones_nacked_and_redeli
 }
 
 TEST_P(mq_consumer, a_long_handler_keeps_its_claim_by_extending_it) {
-  auto q = make_queue({.visibility_timeout = 3s, .poll_interval = 100ms});
+  // A 6 s window (whole seconds: at least 5 s) against a 7 s handler: the
+  // keeper's extensions have seconds to spare on a loaded machine.
+  auto q = make_queue({.visibility_timeout = 6s, .poll_interval = 100ms});
   q->publish(msg("slow"));
   std::atomic<int> runs{0};
   mq::consumer c(
       *q,
       [&](const mq::delivered_message&) {
         ++runs;
-        std::this_thread::sleep_for(4500ms);  // longer than the 3 s window
+        std::this_thread::sleep_for(7s);  // longer than the window
       },
       {.concurrency = 2, .idle_wait = 200ms});
   c.start();
-  for (int i = 0; i < 100 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 600 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
   c.stop();
   EXPECT_EQ(runs.load(), 1);  // the second worker never got it: the claim was extended
   EXPECT_EQ(count("queue_messages"), 0);
@@ -167,7 +169,7 @@ TEST_P(mq_consumer, metrics_count_claims_outcomes_handler_failures_quarantines_a
       {.concurrency = 2, .idle_wait = 200ms, .retry_jitter = 0});
   EXPECT_EQ(c.metrics().claimed, 0u);
   c.start();
-  for (int i = 0; i < 100 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 600 && count("queue_messages") > 0; ++i) std::this_thread::sleep_for(100ms);
   c.stop();
   const auto m = c.metrics();
   EXPECT_EQ(m.claimed, 4u);  // ok-1, ok-2, flaky twice

@@ -74,7 +74,9 @@ TEST_P(ops_lifecycle, OpeningConnectsAndCloseClosesTheConnectionsOfAnOwnedDataba
   owned.enqueue(new_op("t"));
   EXPECT_GT(open_connections(), before);
   owned.close();
-  EXPECT_TRUE(eventually([&] { return open_connections() == before; }, 5s))
+  // At most as many as before: a backend of the fixture that outlived the
+  // settling above may leave meanwhile.
+  EXPECT_TRUE(eventually([&] { return open_connections() <= before; }, 30s))
       << open_connections() << " connections left, " << before << " before";
 }
 
@@ -186,11 +188,18 @@ TEST_P(ops_lifecycle, WaitForChangeEndsOnItsStopTokenAndOnClose) {
   });
   EXPECT_EQ(queue.wait_for_change(queue.change_marker(), 120s, stop.get_token()), ops::queue::wake::stopped);
   stopper.join();
+  const auto marker = queue.change_marker();
   std::thread closer([&] {
     std::this_thread::sleep_for(100ms);
     queue.close();
   });
-  EXPECT_EQ(queue.wait_for_change(queue.change_marker(), 120s), ops::queue::wake::closed);
+  try {
+    EXPECT_EQ(queue.wait_for_change(marker, 120s), ops::queue::wake::closed);
+  } catch (const spool::error& e) {
+    // The closer won the race (a loaded machine can stall this thread for
+    // 100 ms): a wait that begins on a closed queue is refused as stopped.
+    EXPECT_EQ(e.code(), errc::stopped) << e.what();
+  }
   closer.join();
   EXPECT_ERRC(queue.wait_for_change(0, 1s), errc::stopped);
 }
@@ -216,22 +225,29 @@ class ops_postgres_lifecycle : public ::testing::Test {
           << PQerrorMessage(c);
       PQclear(r);
     }
-    // Notifications received within the timeout: (channel, payload).
-    std::vector<std::pair<std::string, std::string>> notifications(std::chrono::milliseconds wait) {
-      std::vector<std::pair<std::string, std::string>> out;
-      const auto end = std::chrono::steady_clock::now() + wait;
-      while (std::chrono::steady_clock::now() < end) {
-        PQconsumeInput(c);
-        while (PGnotify* n = PQnotifies(c)) {
-          out.emplace_back(n->relname, n->extra);
-          PQfreemem(n);
-        }
-        std::this_thread::sleep_for(20ms);
-      }
-      return out;
-    }
     PGconn* c;
   };
+
+  // The notifications l receives before a sentinel sent now on the same
+  // channel: notifications arrive in commit order, so everything committed
+  // before this call is among them, however slowly the server delivers.
+  std::vector<std::pair<std::string, std::string>> notifications_so_far(pg_conn& l) {
+    db_->exec("SELECT pg_notify('spool_ops', '~sentinel~')");
+    std::vector<std::pair<std::string, std::string>> out;
+    const auto end = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < end) {
+      PQconsumeInput(l.c);
+      while (PGnotify* n = PQnotifies(l.c)) {
+        const std::pair<std::string, std::string> got(n->relname, n->extra);
+        PQfreemem(n);
+        if (got.second == "~sentinel~") return out;
+        out.push_back(got);
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "the sentinel notification never arrived";
+    return out;
+  }
 
   std::string uri_;
   std::optional<database> db_;
@@ -265,7 +281,7 @@ TEST_F(ops_postgres_lifecycle, WithNotifyEveryWriteThatMakesAnOpReadyNotifiesIts
     pg::tx tx(*db_);
     q.enqueue(tx, new_op("rolled_back"));
   }
-  auto got = listener.notifications(500ms);
+  auto got = notifications_so_far(listener);
   std::vector<std::string> payloads;
   for (const auto& [channel, payload] : got) {
     EXPECT_EQ(channel, "spool_ops");
@@ -283,7 +299,7 @@ TEST_F(ops_postgres_lifecycle, WithNotifyEveryWriteThatMakesAnOpReadyNotifiesIts
   c = q.dequeue({"thumb"});
   q.fail(c->id, *c->lease_token, "fatal", false);  // terminal: no notification
   q.retry(c->id);
-  got = listener.notifications(500ms);
+  got = notifications_so_far(listener);
   EXPECT_EQ(got.size(), 3u);
 }
 
@@ -292,7 +308,7 @@ TEST_F(ops_postgres_lifecycle, WithoutNotifyNothingIsSent) {
   pg_conn listener(uri_);
   listener.exec("LISTEN spool_ops");
   q.enqueue(new_op("thumb"));
-  EXPECT_TRUE(listener.notifications(300ms).empty());
+  EXPECT_TRUE(notifications_so_far(listener).empty());
 }
 
 TEST_F(ops_postgres_lifecycle, WaitForChangeWakesOnANotificationFromAnotherProcess) {

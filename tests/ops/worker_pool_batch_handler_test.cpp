@@ -109,8 +109,10 @@ TEST_P(ops_batch_handler, ALostLeaseStopsTheBatchCallAndItsOpsGetNoOutcomeFromIt
   std::atomic<bool> started{false};
   std::atomic<ops::stop_cause> seen{ops::stop_cause::none};
   auto opts = fast(2);
-  opts.heartbeat_interval = 100ms;
-  opts.lease_timeout = 300ms;
+  // A lease of 3 s: the requeued ops' next call must keep its leases through
+  // its claim and ack on a loaded machine.
+  opts.heartbeat_interval = 1s;
+  opts.lease_timeout = 3s;
   ops::worker_pool pool(q(), opts);
   pool.add_batch_handler("job", [&](std::span<const ops::op>, ops::handler_context& ctx) {
     if (++calls > 1) return;  // the requeued ops' next call succeeds

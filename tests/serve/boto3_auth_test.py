@@ -159,11 +159,11 @@ class SignedRequests(unittest.TestCase):
         received = {}
         poller_client = client(self.server.url, "AKIDSPOOLTEST", "s3cr3t/Key+1")
         poller = threading.Thread(
-            target=lambda: received.update(poller_client.receive_message(QueueUrl=url, WaitTimeSeconds=5)))
+            target=lambda: received.update(poller_client.receive_message(QueueUrl=url, WaitTimeSeconds=20)))
         poller.start()
         seen = False
         try:
-            deadline = time.monotonic() + 4  # within the poll's 5 s
+            deadline = time.monotonic() + 15  # within the poll's 20 s; the send below ends it
             while not seen and time.monotonic() < deadline:
                 seen = re.search(r"(?m)^spool_serve_long_polls_waiting 1$", metrics(self.server.url)) is not None
                 time.sleep(0.02)

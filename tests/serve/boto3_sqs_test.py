@@ -191,18 +191,18 @@ class SqsApi(s.ServedTestCase):
         result = {}
 
         def poll():
-            began = time.monotonic()
             result["messages"] = self.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20).get("Messages", [])
-            result["waited"] = time.monotonic() - began
+            result["returned"] = time.monotonic()
 
         t = threading.Thread(target=poll)
         t.start()
-        time.sleep(0.5)
+        self.assertTrue(s.wait_for_waiting_long_polls(self.server.url, 1), "the long poll never waited")
+        sent = time.monotonic()
         other.send_message(QueueUrl=url, MessageBody="wake")
         t.join(30)
         self.assertEqual([m["Body"] for m in result["messages"]], ["wake"])
         # Woken by the send, not by the server's 5 s fallback poll (nor the 20 s timeout).
-        self.assertLess(result["waited"], 4.5)
+        self.assertLess(result["returned"] - sent, 4.5)
 
     def test_a_cpp_producer_is_read_by_a_python_consumer(self):
         url = self.queue("q-from-cpp")

@@ -7,6 +7,8 @@ import re
 import signal
 import subprocess
 import tempfile
+import time
+import urllib.request
 import uuid
 
 import unittest
@@ -87,6 +89,19 @@ def md5_of_attributes(attributes):
         else:
             out += b"\x01" + prefixed(a["StringValue"].encode())
     return hashlib.md5(out).hexdigest()
+
+
+def wait_for_waiting_long_polls(url, n, timeout=30):
+    """True once the server's /metrics says n long polls wait (a started
+    poll's request can reach the server late on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    pattern = re.compile(rf"(?m)^spool_serve_long_polls_waiting {n}$")
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+            if pattern.search(r.read().decode()):
+                return True
+        time.sleep(0.02)
+    return False
 
 
 def temp_dir():
