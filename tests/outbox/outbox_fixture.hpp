@@ -126,13 +126,14 @@ class outbox_conformance : public ::testing::TestWithParam<engine> {
   // lease. One statement, so the holder's own claim rounds cannot take the
   // row back in between (expire_lease then a second store's claim could).
   void steal_lease(const std::string& id, const std::string& owner) {
-    db_->exec(is_pg() ? "UPDATE outbox_messages SET lease_owner = $2, lease_token = gen_random_uuid(), "
-                        "claim_count = claim_count + 1, leased_until = clock_timestamp() + interval '1 minute' "
-                        "WHERE id = $1 AND state = 'leased'"
-                      : "UPDATE outbox_messages SET lease_owner = ?2, "
-                        "lease_token = 'aaaaaaaa-bbbb-4ccc-8ddd-' || substr(hex(randomblob(6)), 1, 12), "
-                        "claim_count = claim_count + 1, leased_until = leased_until + 60000000 "
-                        "WHERE id = ?1 AND state = 'leased'",
+    db_->exec(is_pg()
+                  ? "UPDATE outbox_messages SET lease_owner = $2, lease_token = gen_random_uuid(), "
+                    "claim_count = claim_count + 1, leased_until = clock_timestamp() + interval '1 minute' "
+                    "WHERE id = $1 AND state = 'leased'"
+                  : "UPDATE outbox_messages SET lease_owner = ?2, "
+                    "lease_token = 'aaaaaaaa-bbbb-4ccc-8ddd-' || substr(hex(randomblob(6)), 1, 12), "
+                    "claim_count = claim_count + 1, leased_until = leased_until + 60000000 "
+                    "WHERE id = ?1 AND state = 'leased'",
               {id, owner});
   }
   void set_terminal_age(const std::string& id, const std::string& col, int seconds_ago) {
