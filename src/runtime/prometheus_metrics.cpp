@@ -58,7 +58,7 @@ void write(text_writer& w, const outbox::relay_metrics& m, const labels& base) {
   w.counter("spool_outbox_delivery_unrecorded_total", "Published but not recorded: will be delivered again.",
             base, m.delivery_unrecorded);
   w.counter("spool_outbox_claims_total", "Claim calls.", base, m.claims);
-  w.counter("spool_outbox_wakeups_total", "Poll waits ended by a notification or a listener (re)start.", base,
+  w.counter("spool_outbox_wakeups_total", "Claim rounds asked for by a notification or a listener (re)start.", base,
             m.wakeups);
   w.gauge("spool_outbox_breaker_state", "Circuit breaker: 0 closed, 1 open, 2 half-open.", base,
           static_cast<double>(static_cast<int>(m.breaker)));
