@@ -39,14 +39,22 @@ psql_at() {
 # Waits up to $3 half-seconds for the query $2 on $1 to print "t". The last
 # answer (or psql's error) is left in LAST_ANSWER, so that a caller that gives
 # up can say what the server said rather than guess.
+# Only standard output is the answer: a notice or warning on standard error
+# must not turn a "t" into a miss.
 LAST_ANSWER=""
 wait_true() {
-  local uri=$1 sql=$2 n=$3
+  local uri=$1 sql=$2 n=$3 err answer
+  err=$(mktemp)
   while ((n-- > 0)); do
-    LAST_ANSWER=$(psql_at "$uri" "$sql" 2>&1 || true)
-    [[ $LAST_ANSWER == t ]] && return 0
+    answer=$(psql_at "$uri" "$sql" 2>"$err" || true)
+    if [[ $answer == t ]]; then
+      rm -f -- "$err"
+      return 0
+    fi
+    LAST_ANSWER="${answer:-(no answer)}; stderr: $(head -c 600 -- "$err" | tr '\n' ' ')"
     sleep 0.5
   done
+  rm -f -- "$err"
   return 1
 }
 
