@@ -256,13 +256,7 @@ class Shutdown(unittest.TestCase):
 
             t = threading.Thread(target=poll)
             t.start()
-            for _ in range(200):  # until the poll waits (10 s at most)
-                with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
-                    if "spool_serve_long_polls_waiting 1" in r.read().decode():
-                        break
-                time.sleep(0.05)
-            else:
-                self.fail("the long poll never showed as waiting")
+            self.assertTrue(s.wait_for_waiting_long_polls(server.url, 1), "the long poll never showed as waiting")
             self.assertEqual(server.stop(), 0)
             t.join(timeout=30)
             self.assertFalse(t.is_alive())
