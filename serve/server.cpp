@@ -252,6 +252,7 @@ server::server(server_options options, action_handler handler) : impl_(std::make
   http.set_payload_max_length(impl_->opts.max_body_bytes);
   http.set_read_timeout(static_cast<time_t>(impl_->opts.read_timeout.count()), 0);
   http.set_keep_alive_timeout(5);
+  http.set_keep_alive_max_count(impl_->opts.keep_alive_requests);
   // Answers are small writes: without TCP_NODELAY, Nagle's algorithm waits for
   // the client's delayed ACK and every call takes 40 ms more.
   http.set_tcp_nodelay(true);

@@ -37,6 +37,11 @@ struct server_options {
   // long poll waits (up to 20 s), so this bounds the long polls served at
   // once; idle threads cost little.
   int threads = 64;
+  // A keep-alive connection is closed after serving this many requests, so
+  // that connections waiting beyond the threads get a turn. SDKs keep their
+  // connections open; cpp-httplib's default of 5 made them reconnect every
+  // few calls, which cost a TCP handshake and a thread hand-off each time.
+  std::size_t keep_alive_requests = 100;
   // A connection that sends nothing for this long while its request is due
   // (its headers, its body) is closed, so that clients which stall cannot
   // hold the threads for long (SECURITY.md, hostile HTTP).

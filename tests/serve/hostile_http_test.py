@@ -40,6 +40,25 @@ def exchange(addr, data, patience=PATIENCE):
         c.close()
 
 
+def read_response(c, buf):
+    """Reads one response from c (buf: bytes already read); returns (status, headers, rest of buf)."""
+    while b"\r\n\r\n" not in buf:
+        chunk = c.recv(65536)
+        if not chunk:
+            raise ConnectionError("the server hung up before answering")
+        buf += chunk
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    lines = head.split(b"\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(b":", 1) for line in lines[1:])}
+    length = int(headers.get(b"content-length", b"0"))
+    while len(buf) < length:
+        chunk = c.recv(65536)
+        if not chunk:
+            raise ConnectionError("the server hung up inside a body")
+        buf += chunk
+    return int(lines[0].split(b" ")[1]), headers, buf[length:]
+
+
 class HostileHttp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -133,6 +152,23 @@ class HostileHttp(unittest.TestCase):
             answer = caught.exception.read()
             answer.decode("utf-8")  # valid UTF-8
             parse(answer)  # and well-formed
+
+    def test_a_keep_alive_connection_serves_a_hundred_requests_and_then_is_closed(self):
+        # SDKs keep their connections: a reconnect every few calls costs a handshake and a thread
+        # hand-off each time. The bound still gives connections waiting beyond the threads a turn.
+        c = socket.create_connection(self.addr)
+        c.settimeout(PATIENCE)
+        try:
+            buf = b""
+            for i in range(100):
+                c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                status, headers, buf = read_response(c, buf)
+                self.assertEqual(status, 200, f"request {i + 1}")
+                closing = headers.get(b"connection", b"").lower() == b"close"
+                self.assertEqual(closing, i == 99, f"request {i + 1}: Connection {headers.get(b'connection')}")
+            self.assertEqual(c.recv(1), b"", "the connection stayed open after its hundredth request")
+        finally:
+            c.close()
 
     def test_stalled_clients_beyond_the_thread_count_do_not_starve_a_real_client(self):
         # More connections than spool serve has threads (64), each sending half a request and then
