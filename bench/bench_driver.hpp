@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -89,8 +90,12 @@ class driver {
   virtual void stop_steady() = 0;
   // runtime: the capability's runtime (consumer, worker pool, relay) with a
   // no-op handler, `workers` wide, claiming `batch` at a time; its name.
+  // The no-op handler counts its calls in runtime_handled(), so the drain can
+  // wait for them without asking the database while the runtime works.
   virtual std::string start_runtime(int workers, int batch) = 0;
   virtual void stop_runtime() = 0;
+  // Handler calls of the runtime started last (a redelivery counts again).
+  [[nodiscard]] std::int64_t runtime_handled() const { return handled_.load(std::memory_order_relaxed); }
 
   [[nodiscard]] bool pg() const { return db_.kind() == engine::postgres; }
   database& db() { return db_; }
@@ -130,6 +135,7 @@ class driver {
 
  protected:
   database db_;
+  std::atomic<std::int64_t> handled_{0};  // the runtime's handler calls
 };
 
 // One driver per capability over db, writing messages of about payload_bytes.

@@ -117,8 +117,9 @@ class mq_driver final : public driver {
     co.concurrency = static_cast<std::size_t>(workers);
     co.batch = static_cast<std::size_t>(batch);
     co.idle_wait = 100ms;
+    handled_ = 0;
     consumer_ = std::make_unique<mq::consumer>(
-        *q_, [](const mq::delivered_message&) {}, co);
+        *q_, [this](const mq::delivered_message&) { handled_.fetch_add(1, std::memory_order_relaxed); }, co);
     consumer_->start();
     return "mq::consumer";
   }

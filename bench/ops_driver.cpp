@@ -112,7 +112,10 @@ class ops_driver final : public driver {
     po.poll_interval = 100ms;
     po.rescuer = false;
     pool_ = std::make_unique<ops::worker_pool>(*q_, po);
-    pool_->add_handler(bench_name, [](const ops::op&, ops::handler_context&) {});
+    handled_ = 0;
+    pool_->add_handler(bench_name, [this](const ops::op&, ops::handler_context&) {
+      handled_.fetch_add(1, std::memory_order_relaxed);
+    });
     pool_->start();
     return "ops::worker_pool";
   }

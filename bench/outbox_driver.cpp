@@ -105,8 +105,11 @@ class outbox_driver final : public driver {
   // The relay's sink calls are the workers; each may have a claim's worth of
   // leases queued (max_in_flight = workers × batch), as the loop's workers do.
   std::string start_runtime(int workers, int batch) override {
-    auto sink = ob::make_callback_sink(
-        [](const ob::claimed_message&, std::stop_token) { return ob::sink_outcome{}; });
+    handled_ = 0;
+    auto sink = ob::make_callback_sink([this](const ob::claimed_message&, std::stop_token) {
+      handled_.fetch_add(1, std::memory_order_relaxed);
+      return ob::sink_outcome{};
+    });
     ob::relay_options ro;
     ro.sink_concurrency = static_cast<std::size_t>(workers);
     ro.claim_batch = static_cast<std::size_t>(batch);
