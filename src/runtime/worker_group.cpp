@@ -10,7 +10,17 @@ worker_group::~worker_group() {
 
 void worker_group::start(std::size_t n, const body& b) {
   if (used_) {
+    // GCC 12 reports libstdc++'s stop_source() as reading itself
+    // uninitialized (it passes *this to its state's constructor as a tag,
+    // which never reads it): a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
     stop_ = std::stop_source();
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
     used_ = false;
   }
   threads_.reserve(n);

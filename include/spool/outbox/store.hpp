@@ -161,7 +161,7 @@ struct replay_request {
   std::vector<std::string> ids;
   std::string requested_by;
   std::string reason;
-  std::optional<time_point> available_at;  // unset: database now
+  std::optional<time_point> available_at{};  // unset: database now
 };
 
 enum class replay_item_status { replayable, missing, pending, leased };
@@ -225,8 +225,8 @@ struct store_options {
   std::size_t max_error_bytes = 1024;                                      // 64..4,096
   std::chrono::milliseconds replay_lock_timeout{5000};                     // 100 ms..60 s
   std::chrono::milliseconds archive_deadline{30000};                       // 1 s..10 min
-  std::function<void(const event&)> observer;  // synchronous; exceptions swallowed
-  std::function<bool(const replay_request&)> replay_authorizer;
+  std::function<void(const event&)> observer{};  // synchronous; exceptions swallowed
+  std::function<bool(const replay_request&)> replay_authorizer{};
 };
 
 namespace detail {

@@ -27,7 +27,7 @@ namespace spool::outbox {
 struct outbox_config {
   std::string schema;                   // PostgreSQL; empty: current_schema(). SQLite: empty or "main"
   std::string table = "outbox_messages";
-  std::string audit_table;              // empty: <table>_replay_audit
+  std::string audit_table{};            // empty: <table>_replay_audit
   std::string notify_channel = "spool_outbox";
 };
 
@@ -43,7 +43,7 @@ enum class idempotency_policy { error, skip };
 
 struct writer_options {
   outbox_config config;
-  limits envelope_limits;
+  limits envelope_limits{};
   std::size_t max_batch_size = 100;  // 1..5,000, else invalid_batch_limit
   idempotency_policy on_idempotency_conflict = idempotency_policy::error;
   bool notify = false;  // PostgreSQL: pg_notify(notify_channel, qualified table) in the caller's transaction
