@@ -27,7 +27,7 @@ namespace spool::outbox {
 struct outbox_config {
   std::string schema;                   // PostgreSQL; empty: current_schema(). SQLite: empty or "main"
   std::string table = "outbox_messages";
-  std::string audit_table{};            // empty: <table>_replay_audit
+  std::string audit_table{};  // empty: <table>_replay_audit
   std::string notify_channel = "spool_outbox";
 };
 
