@@ -7,16 +7,21 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,15 +93,60 @@ inline std::string env_or_throw(const char* name) {
   return v;
 }
 
+// Removes the namespaces of test processes that no longer run (a run killed
+// before its destructors): their veth's address would shadow a new
+// namespace's on the same subnet. Deleting a namespace deletes its veth pair.
+inline void sweep_stale_namespaces() {
+  static const std::regex named(R"(^spool-part-(\d+)-\d+)");
+  std::istringstream names(sh("ip netns list"));
+  for (std::string line; std::getline(names, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, named)) continue;
+    if (::kill(static_cast<pid_t>(std::stol(m[1].str())), 0) == 0 || errno != ESRCH) continue;
+    (void)::system(fmt::format("ip netns del {} 2>/dev/null", m[0].str()).c_str());
+  }
+}
+
+// The first N from `preferred` on whose 10.201.N.0/24 no host interface has
+// an address and no blackhole route points.
+inline int free_subnet(int preferred) {
+  const std::string used = sh("ip -o -4 addr show") + sh("ip -4 route show type blackhole");
+  for (int k = 0; k < 250; ++k) {
+    const int n = (preferred - 1 + k) % 250 + 1;
+    if (used.find(fmt::format("10.201.{}.", n)) == std::string::npos) return n;
+  }
+  throw std::runtime_error("no free 10.201.N.0/24 subnet left for a test's network namespace");
+}
+
+// An exclusive lock shared by every test process on the machine, held while
+// a namespace's subnet is chosen and its veth takes it: chaos_postgres and
+// chaos_many_hosts build namespaces side by side, and two processes on one
+// subnet cut each other off.
+class subnet_lock {
+ public:
+  subnet_lock() : fd_(::open("/tmp/spool-test-netns.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0)
+      throw std::runtime_error("cannot lock /tmp/spool-test-netns.lock for a test's network namespace");
+  }
+  ~subnet_lock() { ::close(fd_); }  // closing releases the lock
+  subnet_lock(const subnet_lock&) = delete;
+  subnet_lock& operator=(const subnet_lock&) = delete;
+
+ private:
+  int fd_;
+};
+
 // A network namespace joined to the host by a veth pair: host side
-// 10.201.N.1, namespace side 10.201.N.2, N derived from the process id and
-// index (0..2: a test may build three at once). Removed by the destructor.
+// 10.201.N.1, namespace side 10.201.N.2, N free on this machine (see
+// subnet_lock; a test may build three at once). Removed by the destructor.
 class host_namespace {
  public:
   explicit host_namespace(int index = 0) {
-    const int n = static_cast<int>(::getpid() % 80) * 3 + index + 1;
+    const subnet_lock lock;
+    sweep_stale_namespaces();
+    const int n = free_subnet(static_cast<int>(::getpid() % 80) * 3 + index + 1);
     name_ = fmt::format("spool-part-{}-{}", ::getpid(), index);
-    host_if_ = fmt::format("sph{}x{}", ::getpid() % 100000, index);
+    host_if_ = fmt::format("sph{}", n);
     host_ip_ = fmt::format("10.201.{}.1", n);
     ns_ip_ = fmt::format("10.201.{}.2", n);
     try {
