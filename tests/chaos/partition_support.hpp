@@ -5,9 +5,9 @@
 // naming that, elsewhere.
 #pragma once
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
