@@ -71,26 +71,29 @@ std::optional<std::string> sample(const std::string& text, const std::string& se
   return text.substr(start, text.find('\n', start) - start);
 }
 
-// A scrape whose backlog query answered within the command's budget (2 s):
-// on a loaded machine one scrape may miss it and read spool_backlog_up 0, so
-// the backlog gauges are read from the first scrape that has them.
-scrape_result answered_scrape(const std::string& base, const std::string& up_series) {
+// The first GET of path whose answer satisfies done (the last one when none
+// does within eventually's time).
+scrape_result get_until(const std::string& base, const std::string& path,
+                        const std::function<bool(const scrape_result&)>& done) {
   scrape_result out;
   (void)eventually([&] {
-    out = get(base, "/metrics");
-    return sample(out.body, up_series) == "1";
+    out = get(base, path);
+    return done(out);
   });
   return out;
 }
 
+// A scrape whose backlog query answered within the command's budget (2 s):
+// on a loaded machine one scrape may miss it and read spool_backlog_up 0, so
+// the backlog gauges are read from the first scrape that has them.
+scrape_result answered_scrape(const std::string& base, const std::string& up_series) {
+  return get_until(base, "/metrics",
+                   [&](const scrape_result& r) { return sample(r.body, up_series) == "1"; });
+}
+
 // GET /healthz once the database answers within the budget (else it is 503).
 scrape_result healthy(const std::string& base) {
-  scrape_result out;
-  (void)eventually([&] {
-    out = get(base, "/healthz");
-    return out.status == 200;
-  });
-  return out;
+  return get_until(base, "/healthz", [](const scrape_result& r) { return r.status == 200; });
 }
 
 class metrics_endpoint : public ::testing::TestWithParam<bool> {
