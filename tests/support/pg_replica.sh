@@ -108,7 +108,7 @@ EOF
 
   local attempt port="" started="" out=""
   for attempt in $(seq 0 29); do
-    port=$((20000 + ($$ * 11 + 7919 + attempt * 331) % 20000))
+    port=$((20000 + ($$ * 11 + 7919 + attempt * 331) % 12768))  # below the ephemeral ports, as pg_server.sh
     port_is_free "$port" || continue
     echo "== pg_ctl start on port $port ($(date '+%F %T')) ==" >>"$LOG"
     local seen
@@ -123,7 +123,7 @@ EOF
     fi
     fail_start "pg_ctl start failed: ${out//$'\n'/ }"
   done
-  [[ -n $started ]] || fail_start "no free port found in 20000-39999"
+  [[ -n $started ]] || fail_start "no free port found in 20000-32767"
   local uri="postgresql://postgres@127.0.0.1:$port/postgres"
   echo "$port" >"$DIR/port"
   echo "$uri" >"$DIR/uri"

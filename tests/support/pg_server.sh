@@ -283,9 +283,12 @@ EOF
 
   # A free port from a range derived from our pid, so parallel starts (two build trees) spread out.
   # Another process can still grab it before the postmaster binds: then try the next one.
+  # The range (20000-32767) ends below Linux's ephemeral ports (32768-60999): `restart` binds the
+  # same port again, and in the moment it is free an outgoing connection of a parallel test must
+  # not be able to take it as its local port.
   local attempt port="" started="" out=""
   for attempt in $(seq 0 29); do
-    port=$((20000 + ($$ * 7 + attempt * 331) % 20000))
+    port=$((20000 + ($$ * 7 + attempt * 331) % 12768))
     port_is_free "$port" || continue
     echo "== pg_ctl start on port $port ($(date '+%F %T')) ==" >>"$LOG"
     local seen
@@ -300,7 +303,7 @@ EOF
     fi
     fail_start "pg_ctl start failed: ${out//$'\n'/ }"
   done
-  [[ -n $started ]] || fail_start "no free port found in 20000-39999"
+  [[ -n $started ]] || fail_start "no free port found in 20000-32767"
 
   local uri="postgresql://postgres@127.0.0.1:$port/postgres"
   echo "$port" >"$DIR/port"
