@@ -157,7 +157,7 @@ struct http_sink_options {
   std::chrono::milliseconds read_timeout{30000};     // each read or write of the exchange
   std::string ca_file;                               // PEM CA(s) trusted in addition to the system's
   bool verify_tls = true;  // https: verify the chain and the host name (off: only for tests)
-  std::size_t max_response_bytes = 64 * 1024;  // the response body read (and discarded) at most
+  std::size_t max_response_bytes = std::size_t{64} * 1024;  // the response body read (and discarded) at most
   // Non-empty: also sign every request the Standard Webhooks way
   // (spool/outbox/webhook.hpp), one signature per secret for rotation.
   std::vector<std::string> standard_webhook_secrets;
