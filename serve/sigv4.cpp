@@ -96,7 +96,9 @@ std::string canonical_query(std::string_view query) {
   std::string out;
   for (const auto& [k, v] : pairs) {
     if (!out.empty()) out += '&';
-    out += k + "=" + v;
+    out += k;
+    out += '=';
+    out += v;
   }
   return out;
 }
@@ -223,7 +225,10 @@ std::string canonical_request(const signed_request& r, const std::vector<std::st
         first = false;
       }
     }
-    out += name + ":" + joined + "\n";
+    out += name;
+    out += ':';
+    out += joined;
+    out += '\n';
   }
   out += '\n';
   for (std::size_t i = 0; i < signed_headers.size(); ++i) out += (i ? ";" : "") + signed_headers[i];

@@ -114,7 +114,8 @@ json actions::start_message_move_task(const call& c) {
   info.to_move = counts.pending + counts.in_flight + counts.delayed;
   // Each step claims up to max messages of the dead-letter queue (a claim that
   // a crash cuts short reappears there) and moves each to its destination.
-  auto step = [&s = c.s, from = *dlq, destination, account = c.account](std::stop_token, std::size_t max) -> std::size_t {
+  auto step = [&s = c.s, from = *dlq, destination, account = c.account](const std::stop_token&,
+                                                                        std::size_t max) -> std::size_t {
     const auto q = s.queue_of(from);
     const auto got = q->poll(max);
     for (const auto& d : got) {

@@ -14,8 +14,9 @@ std::string md5_hex(std::string_view data) {
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), out.data(), &len, &md5_digest(), nullptr);
   static constexpr char digits[] = "0123456789abcdef";
-  std::string hex(2 * len, '0');
-  for (unsigned int i = 0; i < len; ++i) {
+  const std::size_t n = len;
+  std::string hex(2 * n, '0');
+  for (std::size_t i = 0; i < n; ++i) {
     hex[2 * i] = digits[out[i] >> 4];
     hex[2 * i + 1] = digits[out[i] & 0xF];
   }
@@ -36,6 +37,7 @@ void length_prefixed(std::string& out, std::string_view s) {
 std::string md5_of_attributes(const std::vector<mq::message_attribute>& attributes) {
   if (attributes.empty()) return {};
   std::vector<const mq::message_attribute*> sorted;
+  sorted.reserve(attributes.size());
   for (const auto& a : attributes) sorted.push_back(&a);
   std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
   std::string bytes;

@@ -57,7 +57,7 @@ std::string move_tasks::start(move_task_info info, move_step step) {
   t->info = info;
   tasks_.push_back(t);
   const auto rate = info.max_per_second;
-  t->thread = std::jthread([this, t = t.get(), step = std::move(step), rate](std::stop_token stop) {
+  t->thread = std::jthread([this, t = t.get(), step = std::move(step), rate](const std::stop_token& stop) {
     const auto begun = std::chrono::steady_clock::now();
     std::int64_t moved = 0;
     std::string status = "COMPLETED", reason;
