@@ -5,6 +5,8 @@
 
 #include <array>
 
+#include "serve/sqs/json_text.hpp"
+
 namespace spool::serve::sqs {
 
 namespace {
@@ -130,7 +132,7 @@ reply encode_result(protocol wire, std::string_view action, const nlohmann::json
   out.headers.emplace_back("x-amzn-RequestId", std::string(request_id));
   if (wire == protocol::json) {
     out.content_type = "application/x-amz-json-1.0";
-    out.body = result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out.body = to_json_text(result);
   } else {
     out.content_type = "text/xml";
     out.body = result_to_xml(action, result, request_id);
