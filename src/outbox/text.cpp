@@ -46,7 +46,7 @@ std::string sanitize_error_text(std::string_view text, std::size_t max_bytes) {
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t n = spool::detail::utf8_sequence(text, i);
     if (n == 0 || text[i] == '\0') {
-      clean += "\xEF\xBF\xBD";  // U+FFFD
+      clean += spool::detail::utf8_replacement;
       ++i;
       continue;
     }

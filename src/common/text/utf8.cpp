@@ -60,7 +60,7 @@ std::string utf8_repair(std::string_view s, bool drop_nul) {
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = utf8_sequence(s, i);
     if (n == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
+      out += utf8_replacement;
       ++i;
       continue;
     }

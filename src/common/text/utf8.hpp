@@ -9,6 +9,9 @@
 
 namespace spool::detail {
 
+// U+FFFD REPLACEMENT CHARACTER in UTF-8: what every repair writes for a bad byte.
+inline constexpr std::string_view utf8_replacement = "\xEF\xBF\xBD";
+
 // Length of the well-formed sequence starting at s[i] (1 for ASCII, NUL
 // included), or 0 when the bytes there start none: a stray continuation
 // byte, an overlong form, a UTF-16 surrogate, a code point above U+10FFFF, or

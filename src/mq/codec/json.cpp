@@ -58,50 +58,6 @@ void append_utf8(std::string& out, std::uint32_t cp) {
   }
 }
 
-// The escape for an ASCII character that may not appear raw in a JSON string (`"`, `\`, < 0x20).
-void append_escape(std::string& out, unsigned char c) {
-  for (const auto& e : kShortEscapes) {
-    if (static_cast<unsigned char>(e[1]) == c) {
-      out += '\\';
-      out += e[0];
-      return;
-    }
-  }
-  const char b[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-  out.append(b, 6);
-}
-
-// Appends s as a quoted JSON string. Invalid UTF-8 makes it return false (replace = false) or becomes U+FFFD.
-bool append_json_string(std::string& out, std::string_view s, bool replace) {
-  out.push_back('"');
-  const char* p = s.data();
-  const char* const end = p + s.size();
-  const char* run = p;
-  while (p < end) {
-    const auto c = static_cast<unsigned char>(*p);
-    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-      ++p;
-      continue;
-    }
-    if (c >= 0x80) {
-      if (const std::size_t n = utf8_seq_len(p, end)) {
-        p += n;
-        continue;
-      }
-      if (!replace) return false;
-      out.append(run, p);
-      out += kReplacement;
-    } else {
-      out.append(run, p);
-      append_escape(out, c);
-    }
-    run = ++p;
-  }
-  out.append(run, p);
-  out.push_back('"');
-  return true;
-}
-
 // The field a (decoded) key names: an exact match first, else a match under case folding.
 field match_field(std::string_view key) {
   for (int f = 0; f < kUnknown; ++f) {

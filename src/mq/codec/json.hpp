@@ -7,10 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "common/text/json_string.hpp"
+#include "common/text/utf8.hpp"
+
 namespace spool::mq::detail::codec {
 
 inline constexpr std::size_t kMaxDepth = 10000;  // Go's encoding/json limit; the payload object is level 1
-inline constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+inline constexpr std::string_view kReplacement = spool::detail::utf8_replacement;
 inline constexpr char kHex[] = "0123456789abcdef";
 
 // The nine known keys, in wire order; kUnknown for any other key.
@@ -50,10 +53,9 @@ int hex_value(char c);
 std::size_t utf8_seq_len(const char* p, const char* end) noexcept;
 // Appends code point cp as UTF-8.
 void append_utf8(std::string& out, std::uint32_t cp);
-// The escape for an ASCII character that may not appear raw in a JSON string (`"`, `\`, < 0x20).
-void append_escape(std::string& out, unsigned char c);
-// Appends s as a quoted JSON string. Invalid UTF-8 makes it return false (replace = false) or becomes U+FFFD.
-bool append_json_string(std::string& out, std::string_view s, bool replace);
+// The escape and the quoted string: one writer for the codec and the server (common/text/json_string.hpp).
+using spool::detail::append_json_escape;
+using spool::detail::append_json_string;
 // The field a (decoded) key names: an exact match first, else a match under case folding.
 field match_field(std::string_view key);
 // Appends one byte of the payload for an error text: printable ASCII as is, anything else as \xNN.

@@ -188,7 +188,7 @@ class scanner {
     ++p_;
     if constexpr (M == str_mode::json) {
       if (cp < 0x20 || cp == '"' || cp == '\\') {
-        append_escape(*dst, static_cast<unsigned char>(cp));
+        append_json_escape(*dst, static_cast<unsigned char>(cp));
         return true;
       }
     }

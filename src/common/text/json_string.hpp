@@ -1,0 +1,22 @@
+// JSON strings written once for every layer: the message codec's encoder and
+// the server's answers (serve/sqs/json_text.cpp) quote text the same way, so
+// a body reads the same through the library, the CLI and an SDK.
+// Pure functions: thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace spool::detail {
+
+// Appends the escape of an ASCII character that may not appear raw in a JSON
+// string (`"`, `\` and anything below 0x20): the two-character form where
+// JSON has one, else \u00xx in lower-case hex.
+void append_json_escape(std::string& out, unsigned char c);
+
+// Appends s as a quoted JSON string, UTF-8 kept as it is. A byte that starts
+// no well-formed UTF-8 sequence becomes U+FFFD when replace; otherwise the
+// call returns false, leaving out with a partial string the caller drops.
+bool append_json_string(std::string& out, std::string_view s, bool replace);
+
+}  // namespace spool::detail
