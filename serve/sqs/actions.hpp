@@ -49,12 +49,13 @@ struct actions {
 
   // Helpers the families share.
   // A RedrivePolicy in attributes must name an existing queue of the caller's, of the same type.
-  static void check_redrive_target(const call& c, const std::map<std::string, std::string>& attributes, bool fifo);
+  static void check_redrive_target(const call& c, const std::map<std::string, std::string>& attributes,
+                                   bool fifo);
+  // Records d's first receive time in d and in its row, when the call asks
+  // for ApproximateFirstReceiveTimestamp and d has none yet.
+  static void stamp_first_receive(const call& c, const mq::catalog_entry& e, mq::delivered_message& d);
   // Receives that went past the queue's RedrivePolicy move to its dead-letter
   // queue instead of being handed out: returns whether d was moved.
-  // d with its first receive time recorded, when the call asks for ApproximateFirstReceiveTimestamp.
-  static mq::delivered_message with_first_receive(const call& c, const mq::catalog_entry& e,
-                                                  const mq::delivered_message& d);
   static bool dead_lettered(const call& c, const mq::catalog_entry& e, const mq::delivered_message& d);
   static mq::catalog_entry entry_of(const call& c) { return c.s.entry_of(c.p, c.account); }
   static std::shared_ptr<mq::queue> queue_of(const call& c, const mq::catalog_entry& e) {

@@ -45,13 +45,24 @@ std::vector<std::string> system_names(const json& p) {
   return system;
 }
 
-json received(const mq::delivered_message& d, const json& p, const std::string& account) {
-  const std::string body = d.body.body ? *d.body.body : mq::encode(d.body);  // a legacy row: its wire JSON
-  json out{{"MessageId", d.broker_message_id},
-           {"ReceiptHandle", d.receipt},
-           {"MD5OfBody", md5_hex(body)},
-           {"Body", body}};
-  const auto system = system_names(p);
+// The names a ReceiveMessage asks for, read once per call.
+struct asked {
+  std::vector<std::string> system;      // AttributeNames and MessageSystemAttributeNames
+  std::vector<std::string> attributes;  // MessageAttributeNames
+};
+
+asked asked_of(const json& p) { return {system_names(p), names_of(p, "MessageAttributeNames")}; }
+
+// One message of the answer. d is consumed: its body moves into the answer.
+json received(mq::delivered_message&& d, const asked& a, const std::string& account) {
+  std::string body =
+      d.body.body ? std::move(*d.body.body) : mq::encode(d.body);  // a legacy row: its wire JSON
+  json out = json::object();
+  out["MessageId"] = std::move(d.broker_message_id);
+  out["ReceiptHandle"] = std::move(d.receipt);
+  out["MD5OfBody"] = md5_hex(body);
+  out["Body"] = std::move(body);
+  const auto& system = a.system;
   json attrs = json::object();
   if (wanted(system, "ApproximateReceiveCount"))
     attrs["ApproximateReceiveCount"] = std::to_string(d.receive_count.value_or(1));
@@ -64,23 +75,24 @@ json received(const mq::delivered_message& d, const json& p, const std::string& 
   }
   if (d.group && wanted(system, "MessageGroupId")) attrs["MessageGroupId"] = *d.group;
   const auto stamp = fifo_stamp_of(d.body);
-  if (stamp.dedup_id && wanted(system, "MessageDeduplicationId")) attrs["MessageDeduplicationId"] = *stamp.dedup_id;
-  if (stamp.sequence_number && wanted(system, "SequenceNumber")) attrs["SequenceNumber"] = *stamp.sequence_number;
-  if (!attrs.empty()) out["Attributes"] = attrs;
-  const auto names = names_of(p, "MessageAttributeNames");
+  if (stamp.dedup_id && wanted(system, "MessageDeduplicationId"))
+    attrs["MessageDeduplicationId"] = *stamp.dedup_id;
+  if (stamp.sequence_number && wanted(system, "SequenceNumber"))
+    attrs["SequenceNumber"] = *stamp.sequence_number;
+  if (!attrs.empty()) out["Attributes"] = std::move(attrs);
   std::vector<mq::message_attribute> chosen;
-  for (const auto& a : d.body.attributes) {
-    if (wanted(names, a.name)) chosen.push_back(a);
+  for (auto& attr : d.body.attributes) {
+    if (wanted(a.attributes, attr.name)) chosen.push_back(std::move(attr));
   }
   if (!chosen.empty()) {
     json m = json::object();
-    for (const auto& a : chosen) {
-      const bool binary = attribute_base_type(a.data_type) == "Binary";
-      m[a.name] =
-          binary ? json{{"DataType", a.data_type}, {"BinaryValue", spool::detail::base64_encode(a.value)}}
-                 : json{{"DataType", a.data_type}, {"StringValue", a.value}};
+    for (const auto& attr : chosen) {
+      const bool binary = attribute_base_type(attr.data_type) == "Binary";
+      m[attr.name] = binary ? json{{"DataType", attr.data_type},
+                                   {"BinaryValue", spool::detail::base64_encode(attr.value)}}
+                            : json{{"DataType", attr.data_type}, {"StringValue", attr.value}};
     }
-    out["MessageAttributes"] = m;
+    out["MessageAttributes"] = std::move(m);
     out["MD5OfMessageAttributes"] = md5_of_attributes(chosen);
   }
   return out;
@@ -91,19 +103,16 @@ json received(const mq::delivered_message& d, const json& p, const std::string& 
 // The first receive that asks for ApproximateFirstReceiveTimestamp records it
 // in the message (member sqsFirstReceiveTimestamp, one more write), so that
 // later receives report the same time; receives that never ask pay nothing.
-mq::delivered_message actions::with_first_receive(const call& c, const mq::catalog_entry& e,
-                                                  const mq::delivered_message& d) {
-  if (!wanted(system_names(c.p), "ApproximateFirstReceiveTimestamp")) return d;
+void actions::stamp_first_receive(const call& c, const mq::catalog_entry& e, mq::delivered_message& d) {
+  if (!wanted(system_names(c.p), "ApproximateFirstReceiveTimestamp")) return;
   for (const auto& x : d.body.extra) {
-    if (x.key == first_receive_member) return d;
+    if (x.key == first_receive_member) return;
   }
-  auto stamped = d;
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-  stamped.body.extra.push_back({first_receive_member, json(std::to_string(now)).dump()});
-  (void)c.s.catalog_.rewrite(e.name, d.broker_message_id, d.receipt, stamped.body);
-  return stamped;
+  d.body.extra.push_back({first_receive_member, json(std::to_string(now)).dump()});
+  (void)c.s.catalog_.rewrite(e.name, d.broker_message_id, d.receipt, d.body);
 }
 
 json actions::receive_message(const call& c) {
@@ -137,9 +146,10 @@ json actions::receive_message(const call& c) {
     throw;
   }
   json messages = json::array();
-  for (const auto& d : got) {
+  const auto names = asked_of(c.p);
+  for (auto& d : got) {
     if (dead_lettered(c, e, d)) continue;
-    const auto out = with_first_receive(c, e, d);  // while the receipt still holds it
+    stamp_first_receive(c, e, d);  // while the receipt still holds it
     if (window && *window != effective_int(e, "VisibilityTimeout")) {
       if (*window == 0) {
         (void)q->defer(d.receipt);  // handed out and visible again at once
@@ -147,7 +157,7 @@ json actions::receive_message(const call& c) {
         q->extend_visibility(d.receipt, std::chrono::seconds(*window));
       }
     }
-    messages.push_back(received(out, c.p, c.account));
+    messages.push_back(received(std::move(d), names, c.account));
   }
   return {{"Messages", messages}};
 }

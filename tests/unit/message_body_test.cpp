@@ -50,6 +50,19 @@ TEST(message_body, a_legacy_message_has_no_body_and_encodes_as_before) {
   EXPECT_EQ(encode(*r.value), legacy);
 }
 
+TEST(message_body, a_body_written_by_another_encoder_decodes_to_the_same_text) {
+  // Escapes a Go or Java writer may use, a surrogate pair, an unpaired
+  // surrogate (U+FFFD, as Go decodes it), a repeated key (the last wins) and
+  // whitespace between tokens.
+  const std::string wire = R"({"id":"a", "body" : "first", "body" : )"
+                           R"("tab\there \u00e9\u20ac \ud83d\ude00 \ud800 \/ \"q\" \\ \n"})";
+  const auto r = decode(wire);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.value->body);
+  EXPECT_EQ(*r.value->body, "tab\there \xC3\xA9\xE2\x82\xAC \xF0\x9F\x98\x80 \xEF\xBF\xBD / \"q\" \\ \n");
+  EXPECT_TRUE(r.value->extra.empty());
+}
+
 TEST(message_body, members_of_another_shape_stay_unknown_members_and_round_trip) {
   const std::string odd =
       R"({"id":"a","mediationType":"","mediationTarget":"","body":5,"messageAttributes":[1]})";
