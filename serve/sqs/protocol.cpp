@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "serve/sqs/json_parse.hpp"
 #include "serve/sqs/json_text.hpp"
 
 namespace spool::serve::sqs {
@@ -99,10 +100,11 @@ request decode(std::string_view content_type, std::string_view target, std::stri
       r.params = nlohmann::json::object();
       return r;
     }
-    r.params = nlohmann::json::parse(body, nullptr, false);
-    if (r.params.is_discarded() || !r.params.is_object()) {
+    auto params = parse_json(body);
+    if (!params || !params->is_object()) {
       throw error("SerializationException", "the request body is not a JSON object");
     }
+    r.params = std::move(*params);
     return r;
   }
   r.wire = protocol::query;

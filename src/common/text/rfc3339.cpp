@@ -75,10 +75,10 @@ std::string format_rfc3339(micros_time t, rfc3339_style style) {
   const auto day = floor<days>(t);
   const year_month_day ymd{day};
   const hh_mm_ss<microseconds> hms{t - day};
-  std::string out = fmt::format("{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}", static_cast<int>(ymd.year()),
-                                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                                style.separator, hms.hours().count(), hms.minutes().count(),
-                                hms.seconds().count());
+  std::string out =
+      fmt::format("{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), style.separator,
+                  hms.hours().count(), hms.minutes().count(), hms.seconds().count());
   if (style.digits != rfc3339_style::fraction::none) {
     std::string f = fmt::format(".{:06}", hms.subseconds().count());
     if (style.digits == rfc3339_style::fraction::trimmed) {

@@ -23,7 +23,8 @@ struct rfc3339_dialect {
 // The instant, or nullopt for anything else: out-of-range fields, a fraction
 // without digits, trailing bytes. Digits beyond microseconds are truncated
 // toward the past.
-[[nodiscard]] std::optional<micros_time> parse_rfc3339(std::string_view text, rfc3339_dialect dialect = {}) noexcept;
+[[nodiscard]] std::optional<micros_time> parse_rfc3339(std::string_view text,
+                                                       rfc3339_dialect dialect = {}) noexcept;
 
 // How to write an instant: "YYYY-MM-DD<separator>HH:MM:SS[.ffffff][Z]".
 struct rfc3339_style {

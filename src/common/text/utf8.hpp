@@ -29,13 +29,17 @@ inline constexpr std::string_view utf8_replacement = "\xEF\xBF\xBD";
     if ((c == 0xE0 && at(1) < 0xA0) || (c == 0xED && at(1) > 0x9F)) return 0;  // overlong, surrogate
     return cont(2) ? 3 : 0;
   }
-  if (c > 0xF4 || (c == 0xF0 && at(1) < 0x90) || (c == 0xF4 && at(1) > 0x8F)) return 0;  // overlong, > U+10FFFF
+  if (c > 0xF4 || (c == 0xF0 && at(1) < 0x90) || (c == 0xF4 && at(1) > 0x8F))
+    return 0;  // overlong, > U+10FFFF
   return cont(2) && cont(3) ? 4 : 0;
 }
 
 // The code point of the well-formed sequence of length n at s[i] (n from
 // utf8_sequence, not 0).
 [[nodiscard]] char32_t utf8_code_point(std::string_view s, std::size_t i, std::size_t n) noexcept;
+
+// Appends code point cp (at most U+10FFFF, no surrogate) as UTF-8.
+void append_utf8(std::string& out, char32_t cp);
 
 // True when s is well-formed UTF-8 throughout. NUL is a valid code point here.
 [[nodiscard]] bool is_utf8(std::string_view s) noexcept;

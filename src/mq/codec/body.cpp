@@ -4,7 +4,6 @@
 
 #include "common/text/base64.hpp"
 #include "mq/codec/json.hpp"
-#include "mq/codec/scanner.hpp"
 #include "spool/error.hpp"
 
 namespace spool::mq::detail::codec {

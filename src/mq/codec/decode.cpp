@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "mq/codec/body.hpp"
-#include "mq/codec/scanner.hpp"
+#include "mq/codec/json.hpp"
 #include "spool/mq/message.hpp"
 
 namespace spool::mq {

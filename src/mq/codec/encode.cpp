@@ -5,7 +5,7 @@
 
 #include "common/text/utf8.hpp"
 #include "mq/codec/body.hpp"
-#include "mq/codec/scanner.hpp"
+#include "mq/codec/json.hpp"
 #include "spool/error.hpp"
 #include "spool/mq/message.hpp"
 

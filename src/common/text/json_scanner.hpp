@@ -1,6 +1,7 @@
-// The codec's single-pass JSON scanner (message-queue.md §3.2): one value of any type, strings decoded,
-// re-encoded or only validated, numbers checked as JSON numbers. The decoder (decode.cpp) and the encoder's
-// check of extra values (encode.cpp) both use it. Thread safety: one thread per scanner.
+// A single-pass JSON scanner: one value of any type, strings decoded, re-encoded or only validated, numbers
+// checked as JSON numbers, errors worded as Go's encoding/json words them. The message codec's decoder and
+// encoder (src/mq/codec, message-queue.md §3.2) and the server's request parser (serve/sqs/json_parse.cpp)
+// use it. Thread safety: one thread per scanner; the free functions are pure.
 #pragma once
 
 #include <algorithm>
@@ -9,18 +10,48 @@
 #include <string>
 #include <string_view>
 
-#include "mq/codec/json.hpp"
+#include "common/text/json_string.hpp"
+#include "common/text/utf8.hpp"
 
-namespace spool::mq::detail::codec {
+namespace spool::detail {
+
+inline constexpr std::size_t kMaxDepth = 10000;  // Go's encoding/json limit; the payload object is level 1
+
+// JSON's two-character escapes: the letter after the backslash and the character it stands for.
+inline constexpr char kShortEscapes[][2] = {{'"', '"'},  {'\\', '\\'}, {'b', '\b'}, {'f', '\f'},
+                                            {'n', '\n'}, {'r', '\r'},  {'t', '\t'}};
+
+inline bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+// The value of one hex digit, or -1.
+inline int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+// Length of the well-formed UTF-8 sequence starting at p (1 for ASCII), or 0 (utf8.hpp).
+inline std::size_t utf8_seq_len(const char* p, const char* end) noexcept {
+  return utf8_sequence(std::string_view(p, static_cast<std::size_t>(end - p)), 0);
+}
+// Appends one byte of a text for an error message: printable ASCII as is, anything else as \xNN, quoted.
+void append_quoted_char(std::string& out, unsigned char c);
 
 enum class str_mode { decode, json, skip };  // into raw text / re-encoded as a JSON string / validate only
 
 // A single-pass JSON scanner over one buffer. Errors set `error` (rule, offset, at most one payload byte) and
 // return false; nothing recurses, so depth is bounded only by kMaxDepth.
-class scanner {
+class json_scanner {
  public:
-  scanner(std::string_view in, bool strict_utf8)
-      : begin_(in.data()), p_(begin_), end_(begin_ + in.size()), strict_utf8_(strict_utf8) {}
+  // strict_utf8: a byte that starts no UTF-8 sequence is an error; strict_surrogates: so is an unpaired
+  // surrogate escape (JSON's grammar allows one; nlohmann refuses it). Otherwise each becomes U+FFFD, as Go
+  // decodes them.
+  json_scanner(std::string_view in, bool strict_utf8, bool strict_surrogates = false)
+      : begin_(in.data()),
+        p_(begin_),
+        end_(begin_ + in.size()),
+        strict_utf8_(strict_utf8),
+        strict_surrogates_(strict_surrogates) {}
 
   std::string error;
 
@@ -142,74 +173,10 @@ class scanner {
         return fail_char("in string literal");
       } else {  // a byte that starts no valid UTF-8 sequence
         if (strict_utf8_) return fail("invalid UTF-8 in string");
-        if constexpr (M != str_mode::skip) dst->append(kReplacement);
+        if constexpr (M != str_mode::skip) dst->append(utf8_replacement);
         ++p_;
       }
     }
-  }
-
- private:
-  static void put(std::string* out, char c) {
-    if (out) out->push_back(c);
-  }
-
-  // An object key at p_ (after whitespace) and its colon.
-  bool key(std::string* out) {
-    if (*p_ != '"') return fail_char("looking for beginning of object key string");
-    if (!(out ? string<str_mode::json>(out) : string<str_mode::skip>(nullptr))) return false;
-    if (!skip_ws_more()) return false;
-    if (*p_ != ':') return fail_char("after object key");
-    put(out, ':');
-    ++p_;
-    return true;
-  }
-
-  // An escape sequence at p_ (the backslash).
-  template <str_mode M>
-  bool escape(std::string* dst) {
-    if (++p_ == end_) return fail_eof();
-    std::uint32_t cp = 0;
-    if (*p_ == 'u') {
-      for (int i = 0; i < 4; ++i) {
-        if (++p_ == end_) return fail_eof();
-        const int h = hex_value(*p_);
-        if (h < 0) return fail_char("in \\u hexadecimal character escape");
-        cp = cp * 16 + static_cast<std::uint32_t>(h);
-      }
-      if (cp >= 0xD800 && cp < 0xE000) cp = join_surrogate(cp);
-    } else if (*p_ == '/') {
-      cp = '/';
-    } else {
-      const auto* e = std::find_if(std::begin(kShortEscapes), std::end(kShortEscapes),
-                                   [c = *p_](const char(&pair)[2]) { return pair[0] == c; });
-      if (e == std::end(kShortEscapes)) return fail_char("in string escape code");
-      cp = static_cast<unsigned char>((*e)[1]);
-    }
-    ++p_;
-    if constexpr (M == str_mode::json) {
-      if (cp < 0x20 || cp == '"' || cp == '\\') {
-        append_json_escape(*dst, static_cast<unsigned char>(cp));
-        return true;
-      }
-    }
-    if constexpr (M != str_mode::skip) append_utf8(*dst, cp);
-    return true;
-  }
-
-  // The code point for surrogate escape cp, p_ on its last hex digit: a high surrogate joins a directly
-  // following \u low surrogate escape (consumed); anything else is unpaired and becomes U+FFFD. A following
-  // escape that is no low surrogate is only peeked at, and scanned on its own afterwards.
-  std::uint32_t join_surrogate(std::uint32_t cp) {
-    if (cp >= 0xDC00 || end_ - p_ < 7 || p_[1] != '\\' || p_[2] != 'u') return 0xFFFD;
-    std::uint32_t lo = 0;
-    for (int i = 3; i < 7; ++i) {
-      const int h = hex_value(p_[i]);
-      if (h < 0) return 0xFFFD;
-      lo = lo * 16 + static_cast<std::uint32_t>(h);
-    }
-    if (lo < 0xDC00 || lo >= 0xE000) return 0xFFFD;
-    p_ += 6;
-    return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
   }
 
   // A number at p_, under JSON's grammar; its text is appended verbatim.
@@ -252,11 +219,79 @@ class scanner {
     return true;
   }
 
+ private:
+  static void put(std::string* out, char c) {
+    if (out) out->push_back(c);
+  }
+
+  // An object key at p_ (after whitespace) and its colon.
+  bool key(std::string* out) {
+    if (*p_ != '"') return fail_char("looking for beginning of object key string");
+    if (!(out ? string<str_mode::json>(out) : string<str_mode::skip>(nullptr))) return false;
+    if (!skip_ws_more()) return false;
+    if (*p_ != ':') return fail_char("after object key");
+    put(out, ':');
+    ++p_;
+    return true;
+  }
+
+  // An escape sequence at p_ (the backslash).
+  template <str_mode M>
+  bool escape(std::string* dst) {
+    if (++p_ == end_) return fail_eof();
+    std::uint32_t cp = 0;
+    if (*p_ == 'u') {
+      for (int i = 0; i < 4; ++i) {
+        if (++p_ == end_) return fail_eof();
+        const int h = hex_value(*p_);
+        if (h < 0) return fail_char("in \\u hexadecimal character escape");
+        cp = cp * 16 + static_cast<std::uint32_t>(h);
+      }
+      if (cp >= 0xD800 && cp < 0xE000) {
+        cp = join_surrogate(cp);
+        if (cp == 0xFFFD && strict_surrogates_) return fail("unpaired surrogate escape in string");
+      }
+    } else if (*p_ == '/') {
+      cp = '/';
+    } else {
+      const auto* e = std::find_if(std::begin(kShortEscapes), std::end(kShortEscapes),
+                                   [c = *p_](const char(&pair)[2]) { return pair[0] == c; });
+      if (e == std::end(kShortEscapes)) return fail_char("in string escape code");
+      cp = static_cast<unsigned char>((*e)[1]);
+    }
+    ++p_;
+    if constexpr (M == str_mode::json) {
+      if (cp < 0x20 || cp == '"' || cp == '\\') {
+        append_json_escape(*dst, static_cast<unsigned char>(cp));
+        return true;
+      }
+    }
+    if constexpr (M != str_mode::skip) append_utf8(*dst, static_cast<char32_t>(cp));
+    return true;
+  }
+
+  // The code point for surrogate escape cp, p_ on its last hex digit: a high surrogate joins a directly
+  // following \u low surrogate escape (consumed); anything else is unpaired and becomes U+FFFD. A following
+  // escape that is no low surrogate is only peeked at, and scanned on its own afterwards.
+  std::uint32_t join_surrogate(std::uint32_t cp) {
+    if (cp >= 0xDC00 || end_ - p_ < 7 || p_[1] != '\\' || p_[2] != 'u') return 0xFFFD;
+    std::uint32_t lo = 0;
+    for (int i = 3; i < 7; ++i) {
+      const int h = hex_value(p_[i]);
+      if (h < 0) return 0xFFFD;
+      lo = lo * 16 + static_cast<std::uint32_t>(h);
+    }
+    if (lo < 0xDC00 || lo >= 0xE000) return 0xFFFD;
+    p_ += 6;
+    return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+  }
+
   const char* begin_;
   const char* p_;
   const char* end_;
   bool strict_utf8_;
+  bool strict_surrogates_;
   std::string stack_;  // the closing bracket of each open container
 };
 
-}  // namespace spool::mq::detail::codec
+}  // namespace spool::detail
