@@ -16,6 +16,13 @@ json failed(const std::string& id, const error& e) {
   return {{"Id", id}, {"SenderFault", e.kind().sender}, {"Code", e.code()}, {"Message", e.what()}};
 }
 
+nlohmann::json batch_result(nlohmann::json&& ok, nlohmann::json&& bad) {
+  nlohmann::json out = nlohmann::json::object();
+  out["Successful"] = std::move(ok);
+  out["Failed"] = std::move(bad);
+  return out;
+}
+
 // The entries of a batch, checked as SQS checks them before any entry runs.
 const json& batch_entries(const json& p) {
   if (!p.contains("Entries") || !p["Entries"].is_array() || p["Entries"].empty()) {

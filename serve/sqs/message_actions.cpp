@@ -97,7 +97,7 @@ struct outgoing {
 
 // A SendMessage's (or one batch entry's) message, validated against the queue.
 outgoing message_of(const json& p, const mq::catalog_entry& e) {
-  const auto body = required_string(p, "MessageBody");
+  auto body = required_string(p, "MessageBody");
   if (body.empty()) throw error("MissingParameter", "The request must contain the parameter MessageBody.");
   if (!valid_message_text(body)) {
     throw error("InvalidMessageContents", "Invalid binary character or invalid UTF-8 in the message body.");
@@ -105,9 +105,9 @@ outgoing message_of(const json& p, const mq::catalog_entry& e) {
   outgoing o;
   o.m.mediation_type = "SQS";
   o.m.mediation_target = e.name;
-  o.m.body = body;
+  o.m.body = std::move(body);
   o.m.attributes = attributes_of(p);
-  std::size_t size = body.size();
+  std::size_t size = o.m.body->size();
   for (const auto& a : o.m.attributes) size += a.name.size() + a.data_type.size() + a.value.size();
   const auto max = static_cast<std::size_t>(effective_int(e, "MaximumMessageSize"));
   if (size > max) {
@@ -117,7 +117,7 @@ outgoing message_of(const json& p, const mq::catalog_entry& e) {
                     max));
   }
   if (is_fifo_name(e.name)) {
-    o.fifo = fifo_send_of(p, e, body);  // a FIFO message takes only the queue's delay
+    o.fifo = fifo_send_of(p, e, *o.m.body);  // a FIFO message takes only the queue's delay
     o.delay = std::chrono::seconds(effective_int(e, "DelaySeconds"));
     return o;
   }
@@ -146,7 +146,8 @@ std::vector<json> send_fifo(mq::catalog& catalog, database& db, std::mutex& send
   spool::tx t(db);
   for (auto& o : batch) {
     o.m.id = spool::detail::uuid_v7();
-    const auto ticket = catalog.record_fifo_send(t, o.m.mediation_target, o.fifo->dedup_key, o.m.id, dedup_window);
+    const auto ticket =
+        catalog.record_fifo_send(t, o.m.mediation_target, o.fifo->dedup_key, o.m.id, dedup_window);
     if (!ticket.duplicate) {
       stamp_fifo(o.m, *o.fifo, ticket.sequence_number);
       (void)q.publish(t, o.m, o.delay);
@@ -184,7 +185,11 @@ json actions::send_message_batch(const call& c) {
   const auto e = entry_of(c);
   const auto& entries = batch_entries(c.p);
   json ok = json::array(), bad = json::array();
-  std::map<std::chrono::seconds, std::vector<std::pair<std::string, mq::message>>> by_delay;
+  struct same_delay {
+    std::vector<std::string> ids;
+    std::vector<mq::message> messages;
+  };
+  std::map<std::chrono::seconds, same_delay> by_delay;
   std::vector<outgoing> fifo;
   std::vector<std::string> fifo_ids;
   std::size_t total = 0;
@@ -197,7 +202,9 @@ json actions::send_message_batch(const call& c) {
         fifo_ids.push_back(id);
         fifo.push_back(std::move(o));
       } else {
-        by_delay[o.delay].emplace_back(id, std::move(o.m));
+        auto& group = by_delay[o.delay];
+        group.ids.push_back(id);
+        group.messages.push_back(std::move(o.m));
       }
     } catch (const error& err) {
       bad.push_back(failed(id, err));
@@ -216,16 +223,14 @@ json actions::send_message_batch(const call& c) {
     }
   }
   for (const auto& [delay, group] : by_delay) {
-    std::vector<mq::message> batch;
-    for (const auto& [id, m] : group) batch.push_back(m);
-    const auto r = q->publish_batch(batch, delay);
-    for (std::size_t i = 0; i < group.size(); ++i) {
-      auto s = sent(r.ids.at(i), group[i].second);
-      s["Id"] = group[i].first;
+    const auto r = q->publish_batch(group.messages, delay);
+    for (std::size_t i = 0; i < group.ids.size(); ++i) {
+      auto s = sent(r.ids.at(i), group.messages[i]);
+      s["Id"] = group.ids[i];
       ok.push_back(std::move(s));
     }
   }
-  return {{"Successful", ok}, {"Failed", bad}};
+  return batch_result(std::move(ok), std::move(bad));
 }
 
 json actions::delete_message(const call& c) {
@@ -267,7 +272,7 @@ json actions::delete_message_batch(const call& c) {
     (void)q->ack_batch(receipts);
     for (const auto& id : ids) ok.push_back({{"Id", id}});
   }
-  return {{"Successful", ok}, {"Failed", bad}};
+  return batch_result(std::move(ok), std::move(bad));
 }
 
 namespace {
@@ -307,7 +312,7 @@ json actions::change_message_visibility_batch(const call& c) {
       bad.push_back(failed(id, err));
     }
   }
-  return {{"Successful", ok}, {"Failed", bad}};
+  return batch_result(std::move(ok), std::move(bad));
 }
 
 }  // namespace spool::serve::sqs

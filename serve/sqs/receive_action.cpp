@@ -159,7 +159,9 @@ json actions::receive_message(const call& c) {
     }
     messages.push_back(received(std::move(d), names, c.account));
   }
-  return {{"Messages", messages}};
+  json out = json::object();
+  out["Messages"] = std::move(messages);
+  return out;
 }
 
 }  // namespace spool::serve::sqs
