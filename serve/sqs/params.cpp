@@ -1,11 +1,12 @@
 #include "serve/sqs/params.hpp"
 
-#include <vector>
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <vector>
+
+#include "common/text/utf8.hpp"
 
 namespace spool::serve::sqs {
 
@@ -106,37 +107,20 @@ std::optional<queue_ref> parse_queue_arn(std::string_view arn) {
 }
 
 bool valid_message_text(std::string_view text) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  while (p < end) {
-    std::uint32_t cp = 0;
-    int n = 0;
-    if (*p < 0x80) {
-      cp = *p;
-      n = 1;
-    } else if ((*p & 0xE0) == 0xC0) {
-      cp = *p & 0x1F;
-      n = 2;
-    } else if ((*p & 0xF0) == 0xE0) {
-      cp = *p & 0x0F;
-      n = 3;
-    } else if ((*p & 0xF8) == 0xF0) {
-      cp = *p & 0x07;
-      n = 4;
-    } else {
-      return false;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {  // most bodies are ASCII: printable, or a tab, a newline, a carriage return
+      if (c < 0x20 && c != 0x9 && c != 0xA && c != 0xD) return false;
+      ++i;
+      continue;
     }
-    if (end - p < n) return false;
-    for (int i = 1; i < n; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-    if (overlong) return false;
-    const bool allowed = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
-                         (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
-    if (!allowed) return false;
-    p += n;
+    // A well-formed sequence has no surrogate and nothing above U+10FFFF;
+    // of what remains above U+007F, SQS refuses only U+FFFE and U+FFFF.
+    const std::size_t n = spool::detail::utf8_sequence(text, i);
+    if (n == 0) return false;
+    const char32_t cp = spool::detail::utf8_code_point(text, i, n);
+    if (cp == 0xFFFE || cp == 0xFFFF) return false;
+    i += n;
   }
   return true;
 }

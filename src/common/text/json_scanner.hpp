@@ -151,7 +151,7 @@ class json_scanner {
       const char* run = p_;
       while (p_ < end_) {
         const auto c = static_cast<unsigned char>(*p_);
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+        if (json_plain_ascii[c]) {
           ++p_;
         } else if (const std::size_t n = c >= 0x80 ? utf8_seq_len(p_, end_) : 0) {
           p_ += n;

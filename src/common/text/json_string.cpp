@@ -3,21 +3,9 @@
 // byte costs one table look-up.
 #include "common/text/json_string.hpp"
 
-#include <array>
-
 #include "common/text/utf8.hpp"
 
 namespace spool::detail {
-namespace {
-
-// Bytes copied as they are: printable ASCII but the quote and the backslash.
-constexpr std::array<bool, 256> plain_ascii = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
-  return t;
-}();
-
-}  // namespace
 
 void append_json_escape(std::string& out, unsigned char c) {
   static constexpr char hex[] = "0123456789abcdef";
@@ -63,7 +51,7 @@ bool append_json_string(std::string& out, std::string_view s, bool replace) {
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (plain_ascii[c]) {
+    if (json_plain_ascii[c]) {
       ++i;
       continue;
     }

@@ -4,10 +4,20 @@
 // Pure functions: thread-safe.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 
 namespace spool::detail {
+
+// The bytes a JSON string holds as they are, with no escape and no UTF-8
+// check: printable ASCII but the quote and the backslash. The writer below
+// and the scanner (json_scanner.hpp) skip runs of them with one look-up each.
+inline constexpr std::array<bool, 256> json_plain_ascii = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+  return t;
+}();
 
 // Appends the escape of an ASCII character that may not appear raw in a JSON
 // string (`"`, `\` and anything below 0x20): the two-character form where
