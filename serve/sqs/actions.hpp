@@ -51,8 +51,8 @@ struct actions {
   // A RedrivePolicy in attributes must name an existing queue of the caller's, of the same type.
   static void check_redrive_target(const call& c, const std::map<std::string, std::string>& attributes,
                                    bool fifo);
-  // Records d's first receive time in d and in its row, when the call asks
-  // for ApproximateFirstReceiveTimestamp and d has none yet.
+  // Records d's first receive time in d and in its row, unless d has one
+  // already; called when the call asks for ApproximateFirstReceiveTimestamp.
   static void stamp_first_receive(const call& c, const mq::catalog_entry& e, mq::delivered_message& d);
   // Receives that went past the queue's RedrivePolicy move to its dead-letter
   // queue instead of being handed out: returns whether d was moved.

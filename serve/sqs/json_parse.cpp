@@ -35,6 +35,9 @@ std::optional<json> number_of(const std::string& text) {
       if (std::from_chars(first, last, v).ec == std::errc{}) return json(v);
     }
   }
+  // strtod reads '.' as the decimal point in the "C" locale every program
+  // starts in; spool serve never calls setlocale. (from_chars would refuse an
+  // underflow such as 1e-400, which nlohmann reads as 0.)
   const double d = std::strtod(text.c_str(), nullptr);
   if (!std::isfinite(d)) return std::nullopt;
   return json(d);

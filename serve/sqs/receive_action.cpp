@@ -104,7 +104,6 @@ json received(mq::delivered_message&& d, const asked& a, const std::string& acco
 // in the message (member sqsFirstReceiveTimestamp, one more write), so that
 // later receives report the same time; receives that never ask pay nothing.
 void actions::stamp_first_receive(const call& c, const mq::catalog_entry& e, mq::delivered_message& d) {
-  if (!wanted(system_names(c.p), "ApproximateFirstReceiveTimestamp")) return;
   for (const auto& x : d.body.extra) {
     if (x.key == first_receive_member) return;
   }
@@ -149,7 +148,9 @@ json actions::receive_message(const call& c) {
   const auto names = asked_of(c.p);
   for (auto& d : got) {
     if (dead_lettered(c, e, d)) continue;
-    stamp_first_receive(c, e, d);  // while the receipt still holds it
+    if (wanted(names.system, "ApproximateFirstReceiveTimestamp")) {
+      stamp_first_receive(c, e, d);  // while the receipt still holds it
+    }
     if (window && *window != effective_int(e, "VisibilityTimeout")) {
       if (*window == 0) {
         (void)q->defer(d.receipt);  // handed out and visible again at once

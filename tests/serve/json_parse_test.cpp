@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -32,6 +33,7 @@ bool same(const json& a, const json& b) {
     }
     return true;
   }
+  if (a.is_number_float() && std::signbit(a.get<double>()) != std::signbit(b.get<double>())) return false;
   return a == b;
 }
 
@@ -82,10 +84,17 @@ TEST(sqs_json_parse, numbers_keep_nlohmanns_types_from_64_bits_to_doubles) {
   EXPECT_TRUE((*parse_json("18446744073709551616")).is_number_float());
   EXPECT_FALSE(parse_json("1E400"));  // nlohmann: number overflow
   EXPECT_FALSE(parse_json("-1e400"));
+  for (const char* n :
+       {"[1e400]", "[1e-400]", "[-1e-400]", "[-0.0]", "{\"a\":-0}", "[1.7976931348623157e308]"}) {
+    EXPECT_TRUE(agrees(n)) << n;
+  }
+  EXPECT_TRUE(std::signbit((*parse_json("-0.0")).get<double>()));
 }
 
 TEST(sqs_json_parse, a_repeated_key_keeps_its_last_value) {
   EXPECT_TRUE(agrees(R"({"a":1,"b":2,"a":{"x":[3]}})"));
+  EXPECT_TRUE(agrees(R"({"a":[1],"a":{}})"));
+  EXPECT_TRUE(agrees(R"({"":1,"":[[],{}]})"));
   EXPECT_EQ(*parse_json(R"({"a":1,"a":"last"})"), json({{"a", "last"}}));
 }
 
@@ -115,6 +124,9 @@ TEST(sqs_json_parse, refuses_what_nlohmann_refuses) {
                                 R"("\ud800")",
                                 R"("\udc00")",
                                 R"("\ud800\u0041")",
+                                R"("\ud800\ud800")",
+                                R"("\udbff")",
+                                R"("\udc00\ud800")",
                                 "\"a\tb\"",
                                 "\"\x01\"",
                                 "\"\xC3\"",

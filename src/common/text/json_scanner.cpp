@@ -1,7 +1,7 @@
 // The scanner's out-of-line helper (json_scanner.hpp).
 #include "common/text/json_scanner.hpp"
 
-namespace spool::detail {
+namespace spool::detail::json_lex {
 
 void append_quoted_char(std::string& out, unsigned char c) {
   static constexpr char hex[] = "0123456789abcdef";
@@ -18,4 +18,4 @@ void append_quoted_char(std::string& out, unsigned char c) {
   out += '\'';
 }
 
-}  // namespace spool::detail
+}  // namespace spool::detail::json_lex

@@ -13,7 +13,9 @@
 #include "common/text/json_string.hpp"
 #include "common/text/utf8.hpp"
 
-namespace spool::detail {
+// The scanner and its character helpers live in json_lex, so that generic names (is_digit, hex_value) stay
+// out of spool::detail, which every layer shares; the scanner itself is exported below.
+namespace spool::detail::json_lex {
 
 inline constexpr std::size_t kMaxDepth = 10000;  // Go's encoding/json limit; the payload object is level 1
 
@@ -179,7 +181,8 @@ class json_scanner {
     }
   }
 
-  // A number at p_, under JSON's grammar; its text is appended verbatim.
+  // A number at p_, under JSON's grammar; its text is appended verbatim. Requires p_ < end (skip_ws_more);
+  // any byte there but '-' or a digit fails.
   bool number(std::string* out) {
     const char* start = p_;
     if (*p_ == '-' && ++p_ == end_) return fail_eof();
@@ -205,7 +208,7 @@ class json_scanner {
     return true;
   }
 
-  // true, false or null at p_.
+  // true, false or null at p_. Requires p_ < end and *p_ one of 't', 'f', 'n' (the word it checks).
   bool literal(std::string* out) {
     const std::string_view word = *p_ == 't' ? "true" : *p_ == 'f' ? "false" : "null";
     for (std::size_t i = 1; i < word.size(); ++i) {
@@ -294,4 +297,9 @@ class json_scanner {
   std::string stack_;  // the closing bracket of each open container
 };
 
+}  // namespace spool::detail::json_lex
+
+namespace spool::detail {
+using json_lex::json_scanner;
+using json_lex::str_mode;
 }  // namespace spool::detail

@@ -16,8 +16,8 @@ namespace spool::mq::detail::codec {
 using scanner = spool::detail::json_scanner;
 using spool::detail::append_json_escape;
 using spool::detail::append_json_string;
-using spool::detail::is_digit;
-using spool::detail::kMaxDepth;
+using spool::detail::json_lex::is_digit;
+using spool::detail::json_lex::kMaxDepth;
 using spool::detail::str_mode;
 
 // The nine known keys, in wire order; kUnknown for any other key.
