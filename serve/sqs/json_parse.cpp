@@ -81,7 +81,6 @@ std::optional<json> parse_json(std::string_view text) {
       scratch.clear();
       if (!s.string<str_mode::decode>(&scratch)) return std::nullopt;
       *slot = std::move(scratch);
-      scratch = std::string();
     } else if (c == 't' || c == 'f' || c == 'n') {
       if (!s.literal(nullptr)) return std::nullopt;
       *slot = c == 'n' ? json(nullptr) : json(c == 't');
