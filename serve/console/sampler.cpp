@@ -35,10 +35,28 @@ mq_sampler::~mq_sampler() {
 void mq_sampler::take(seconds_seen& seen) {
   const auto t = now_s();
   const auto window = std::max<std::int64_t>(10, 2 * interval_.count());
+  const auto totals = [this] {
+    std::map<std::string, std::int64_t> out;
+    for (const auto& q : browser_.queues()) out[q.queue] = q.visible + q.in_flight + q.delayed;
+    return out;
+  };
+  // Arrivals and totals are two statements. A row committed between them
+  // would be counted in one and not the other, so the arrivals are read
+  // between two readings of the totals until both agree (a busy queue may
+  // never agree: then the arrivals come first, and history() carries the
+  // difference to the next sample).
   seconds_seen now_seen;
-  for (const auto& a : browser_.created_since(t - window)) now_seen[a.queue][a.second] = a.rows;
+  auto total = totals();
+  for (int attempt = 0;; ++attempt) {
+    now_seen.clear();
+    for (const auto& a : browser_.created_since(t - window)) now_seen[a.queue][a.second] = a.rows;
+    auto after = totals();
+    const bool agreed = after == total;
+    total = std::move(after);
+    if (agreed || attempt == 3) break;
+  }
   sample s{t, {}};
-  for (const auto& q : browser_.queues()) s.queues[q.queue].total = q.visible + q.in_flight + q.delayed;
+  for (const auto& [queue, n] : total) s.queues[queue].total = n;
   for (const auto& [queue, by_second] : now_seen) {
     const auto before = seen.find(queue);
     std::int64_t arrived = 0;
@@ -74,15 +92,25 @@ void mq_sampler::run(const std::stop_token& stop) {
 nlohmann::json mq_sampler::history() const {
   std::lock_guard lock(mu_);
   std::map<std::string, nlohmann::json> by_queue;
+  // A sample reads its arrivals and its totals in two statements, so a row
+  // committed between them is in the totals but not yet an arrival; the next
+  // sample counts it as one. Carried for one sample, that difference is not
+  // taken for a completion then.
+  std::map<std::string, std::int64_t> uncounted;
   for (std::size_t i = 1; i < samples_.size(); ++i) {
     const auto& prev = samples_[i - 1];
     const auto& cur = samples_[i];
     const double dt = static_cast<double>(std::max<std::int64_t>(1, cur.t - prev.t));
+    std::map<std::string, std::int64_t> uncounted_now;
     for (const auto& [queue, counts] : cur.queues) {
       const auto before = prev.queues.find(queue);
       const std::int64_t total_before = before == prev.queues.end() ? 0 : before->second.total;
       const auto arrived = counts.arrived;
-      const auto completed = std::max<std::int64_t>(0, arrived - (counts.total - total_before));
+      const auto carried = uncounted.find(queue);
+      const std::int64_t owed = carried == uncounted.end() ? 0 : carried->second;
+      const std::int64_t left = arrived - (counts.total - total_before) - owed;
+      if (left < 0) uncounted_now[queue] = -left;
+      const auto completed = std::max<std::int64_t>(0, left);
       by_queue[queue].push_back({{"t", cur.t},
                                  {"seconds", dt},
                                  {"enqueued", static_cast<double>(arrived) / dt},
@@ -97,6 +125,7 @@ nlohmann::json mq_sampler::history() const {
                                    {"completed", static_cast<double>(counts.total) / dt}});
       }
     }
+    uncounted = std::move(uncounted_now);
   }
   nlohmann::json queues = nlohmann::json::array();
   for (auto& [queue, points] : by_queue) queues.push_back({{"queue", queue}, {"points", std::move(points)}});
