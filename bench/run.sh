@@ -370,8 +370,8 @@ for clients in 1 4 16; do
 done
 # The lease-and-keep cycle on the op queue's and the outbox's own tables
 # (after the Spool workloads, which leave them empty): what their layouts
-# allow the drain at batch 100, so a ratio to it shows the statements' own
-# cost apart from the indexes and constraints the specs require.
+# allow the drain at batch 1 and 100, so a ratio to it shows the statements'
+# own cost apart from the indexes and constraints the specs require.
 LAYOUT_FLOORS=$ROOT/bench/floors
 "$SPOOL_CLI" migrate --db "$URI" >/dev/null
 for cap in mq ops outbox; do
@@ -379,8 +379,10 @@ for cap in mq ops outbox; do
   floor "floor_${cap}_insert_layout" 100 1 "$FLOOR_INSERT100_MESSAGES"
 done
 for clients in 1 4 16; do
-  floor floor_ops_layout 100 "$clients" "$BACKLOG"
-  floor floor_outbox_layout 100 "$clients" "$BACKLOG"
+  for cap in ops outbox; do
+    floor "floor_${cap}_layout" 1 "$clients" "$FLOOR_CLAIM1_MESSAGES"
+    floor "floor_${cap}_layout" 100 "$clients" "$BACKLOG"
+  done
 done
 psql_bench -c 'TRUNCATE queue_messages, ops_queue, outbox_messages' -c 'DROP SEQUENCE IF EXISTS floor_ids'
 for w in floor_alo floor_kept floor_claim; do
