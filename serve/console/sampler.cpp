@@ -55,7 +55,7 @@ void mq_sampler::take(seconds_seen& seen) {
     total = std::move(after);
     if (agreed || attempt == 3) break;
   }
-  sample s{t, {}};
+  queue_sample s{t, {}};
   for (const auto& [queue, n] : total) s.queues[queue].total = n;
   for (const auto& [queue, by_second] : now_seen) {
     const auto before = seen.find(queue);
@@ -91,45 +91,7 @@ void mq_sampler::run(const std::stop_token& stop) {
 
 nlohmann::json mq_sampler::history() const {
   std::lock_guard lock(mu_);
-  std::map<std::string, nlohmann::json> by_queue;
-  // A sample reads its arrivals and its totals in two statements, so a row
-  // committed between them is in the totals but not yet an arrival; the next
-  // sample counts it as one. Carried for one sample, that difference is not
-  // taken for a completion then.
-  std::map<std::string, std::int64_t> uncounted;
-  for (std::size_t i = 1; i < samples_.size(); ++i) {
-    const auto& prev = samples_[i - 1];
-    const auto& cur = samples_[i];
-    const double dt = static_cast<double>(std::max<std::int64_t>(1, cur.t - prev.t));
-    std::map<std::string, std::int64_t> uncounted_now;
-    for (const auto& [queue, counts] : cur.queues) {
-      const auto before = prev.queues.find(queue);
-      const std::int64_t total_before = before == prev.queues.end() ? 0 : before->second.total;
-      const auto arrived = counts.arrived;
-      const auto carried = uncounted.find(queue);
-      const std::int64_t owed = carried == uncounted.end() ? 0 : carried->second;
-      const std::int64_t left = arrived - (counts.total - total_before) - owed;
-      if (left < 0) uncounted_now[queue] = -left;
-      const auto completed = std::max<std::int64_t>(0, left);
-      by_queue[queue].push_back({{"t", cur.t},
-                                 {"seconds", dt},
-                                 {"enqueued", static_cast<double>(arrived) / dt},
-                                 {"completed", static_cast<double>(completed) / dt}});
-    }
-    // A queue emptied since the last sample: its rows all left.
-    for (const auto& [queue, counts] : prev.queues) {
-      if (cur.queues.count(queue) == 0 && counts.total > 0) {
-        by_queue[queue].push_back({{"t", cur.t},
-                                   {"seconds", dt},
-                                   {"enqueued", 0.0},
-                                   {"completed", static_cast<double>(counts.total) / dt}});
-      }
-    }
-    uncounted = std::move(uncounted_now);
-  }
-  nlohmann::json queues = nlohmann::json::array();
-  for (auto& [queue, points] : by_queue) queues.push_back({{"queue", queue}, {"points", std::move(points)}});
-  return {{"interval_s", interval_.count()}, {"queues", std::move(queues)}};
+  return rates_of(samples_, interval_.count());
 }
 
 }  // namespace spool::serve::console

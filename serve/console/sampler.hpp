@@ -21,6 +21,8 @@
 #include <string>
 #include <thread>
 
+#include "serve/console/sample_rates.hpp"
+
 namespace spool::mq {
 class browser;
 }
@@ -42,13 +44,6 @@ class mq_sampler {
   [[nodiscard]] nlohmann::json history() const;
 
  private:
-  struct counts {
-    std::int64_t total = 0, arrived = 0;
-  };
-  struct sample {
-    std::int64_t t = 0;
-    std::map<std::string, counts> queues;
-  };
   // Per queue, per creation second: the rows seen there.
   using seconds_seen = std::map<std::string, std::map<std::int64_t, std::int64_t>>;
 
@@ -58,7 +53,7 @@ class mq_sampler {
   mq::browser& browser_;
   std::chrono::seconds interval_;
   mutable std::mutex mu_;
-  std::deque<sample> samples_;
+  std::deque<queue_sample> samples_;
   std::condition_variable_any wake_;
   std::jthread thread_;  // last: it starts once everything above exists
 };
