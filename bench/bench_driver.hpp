@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,8 @@ class driver {
   driver& operator=(const driver&) = delete;
 
   [[nodiscard]] virtual std::string capability() const = 0;
+  // mq: its queues' claim_concurrency; empty elsewhere.
+  [[nodiscard]] virtual std::optional<std::size_t> claim_concurrency() const { return std::nullopt; }
   [[nodiscard]] virtual std::string table() const = 0;
   // Rows in the bench's tables that the bench did not write.
   [[nodiscard]] virtual std::int64_t foreign_rows() = 0;
@@ -139,7 +142,7 @@ class driver {
 };
 
 // One driver per capability over db, writing messages of about payload_bytes.
-[[nodiscard]] std::unique_ptr<driver> make_mq_driver(database db, int payload_bytes);
+[[nodiscard]] std::unique_ptr<driver> make_mq_driver(database db, int payload_bytes, int claim_concurrency);
 [[nodiscard]] std::unique_ptr<driver> make_ops_driver(database db, int payload_bytes);
 [[nodiscard]] std::unique_ptr<driver> make_outbox_driver(database db, int payload_bytes);
 

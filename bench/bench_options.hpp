@@ -52,6 +52,11 @@ inline void add_options(CLI::App& app, options& o, cli_flags& f, bool with_capab
   app.add_option("--payload-bytes", o.payload_bytes, "encoded size of each message's payload")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 19));
+  app.add_option("--claim-concurrency", o.claim_concurrency,
+                 "mq: polls of 32 or more claiming at once per queue (queue_options::claim_concurrency; "
+                 "0: no limit; -1: the library's default)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1024));
   app.add_option("--w4-rate", o.w4_rate, "W4: messages per second")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e5));

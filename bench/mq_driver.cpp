@@ -21,11 +21,13 @@ namespace mq = spool::mq;
 
 class mq_driver final : public driver {
  public:
-  mq_driver(database db, int payload_bytes) : driver(std::move(db)), payload_bytes_(payload_bytes) {
+  mq_driver(database db, int payload_bytes, int claim_concurrency)
+      : driver(std::move(db)), payload_bytes_(payload_bytes), claim_concurrency_(claim_concurrency) {
     q_ = std::make_unique<mq::queue>(db_, opts(false));
     msg_ = make_message(payload_bytes_, "");
   }
   std::string capability() const override { return "mq"; }
+  std::optional<std::size_t> claim_concurrency() const override { return opts(false).claim_concurrency; }
   std::string table() const override { return "queue_messages"; }
   std::int64_t foreign_rows() override {
     return count(
@@ -134,6 +136,7 @@ class mq_driver final : public driver {
     o.name = bench_name;
     o.visibility_timeout = long_claim;
     o.notify = notify && pg();
+    if (claim_concurrency_ >= 0) o.claim_concurrency = static_cast<std::size_t>(claim_concurrency_);
     return o;
   }
   // A message whose encoded form is payload_bytes long (or as short as the
@@ -157,6 +160,7 @@ class mq_driver final : public driver {
   int payload_bytes_;
   long groups_ = 0;
   mq::message msg_;
+  int claim_concurrency_;  // -1: the library's default
   std::unique_ptr<mq::queue> q_;
   std::unique_ptr<mq::queue> steady_q_;
   std::unique_ptr<mq::consumer> consumer_;
@@ -164,8 +168,8 @@ class mq_driver final : public driver {
 
 }  // namespace
 
-std::unique_ptr<driver> make_mq_driver(database db, int payload_bytes) {
-  return std::make_unique<mq_driver>(std::move(db), payload_bytes);
+std::unique_ptr<driver> make_mq_driver(database db, int payload_bytes, int claim_concurrency) {
+  return std::make_unique<mq_driver>(std::move(db), payload_bytes, claim_concurrency);
 }
 
 }  // namespace spool::bench

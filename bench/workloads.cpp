@@ -76,6 +76,7 @@ struct runner {
         {"held_snapshot", held},
     };
     if (!facts.fsync.empty()) j["fsync"] = facts.fsync;
+    if (const auto c = d.claim_concurrency()) j["claim_concurrency"] = *c;
     return j;
   }
   void emit(const nlohmann::ordered_json& j) const { out(j.dump()); }
@@ -369,7 +370,7 @@ bool run(const options& o, const line_sink& out, const progress_sink& progress) 
 
   for (const auto& cap : o.capabilities) {
     std::unique_ptr<driver> d;
-    if (cap == "mq") d = make_mq_driver(db, o.payload_bytes);
+    if (cap == "mq") d = make_mq_driver(db, o.payload_bytes, o.claim_concurrency);
     if (cap == "ops") d = make_ops_driver(db, o.payload_bytes);
     if (cap == "outbox") d = make_outbox_driver(db, o.payload_bytes);
     if (const auto foreign = d->foreign_rows(); foreign > 0) {

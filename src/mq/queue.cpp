@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "common/call_guard.hpp"
+#include "common/claim_gate.hpp"
 #include "common/identifier.hpp"
 #include "common/log.hpp"
 #include "common/stop_gate.hpp"
@@ -193,6 +194,7 @@ struct queue::impl {
   std::atomic<bool> tables_checked{false};
 
   spool::detail::stop_gate gate;
+  spool::detail::claim_gate claims{opts.claim_concurrency};  // after opts, which it reads
 
   std::atomic<std::uint64_t> polled{0}, acked{0}, nacked{0}, deferred{0}, quarantined{0};
 };
@@ -218,6 +220,7 @@ std::vector<delivered_message> queue::poll(std::size_t max, const call_options& 
   auto& s = *impl_;
   const std::string poll_uuid = spool::detail::uuid_v4();
   auto rows = s.run(call, [&] {
+    const auto turn = s.claims.enter(max, call);
     return s.st->claim(s.opts.name, poll_uuid, max, s.visibility.count(), s.opts.strict_group_order, call);
   });
 

@@ -364,4 +364,60 @@ TEST_F(mq_postgres, poll_wait_falls_back_to_polling_when_a_delay_ends_and_is_emp
   EXPECT_EQ(got[0].broker_message_id, "later");
 }
 
+// queue_options::claim_concurrency: a batch poll beyond the limit waits for
+// a claim to finish, and that wait keeps the call's deadline: it ends as
+// unavailable, before anything was sent.
+TEST_F(mq_postgres, a_batch_poll_beyond_the_claim_limit_waits_its_turn_within_its_deadline) {
+  (void)spool::migrate(*db_);
+  mq::queue q(*db_, {.name = "gated", .claim_concurrency = 1});
+  (void)q.publish(msg("only"));                           // also checks the tables before the lock below
+  std::future<std::vector<mq::delivered_message>> first;  // destroyed last: after the lock is gone
+  // A table lock held by another session, released when the test ends however it ends.
+  struct table_lock {
+    PGconn* c;
+    explicit table_lock(const std::string& uri) : c(PQconnectdb(uri.c_str())) {}
+    bool exec(const char* sql) {
+      PGresult* r = PQexec(c, sql);
+      const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+      PQclear(r);
+      return ok;
+    }
+    ~table_lock() {
+      (void)exec("ROLLBACK");
+      PQfinish(c);
+    }
+    table_lock(const table_lock&) = delete;
+    table_lock& operator=(const table_lock&) = delete;
+  };
+  std::optional<table_lock> lock(std::in_place, uri_);
+  ASSERT_TRUE(lock->exec("BEGIN"));
+  ASSERT_TRUE(lock->exec("LOCK TABLE queue_messages IN ACCESS EXCLUSIVE MODE"));
+  // The first batch poll takes the one place and waits on the lock in the database.
+  first = std::async(std::launch::async, [&] { return q.poll(100); });
+  ASSERT_TRUE(eventually(
+      [&] { return scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") >= 1; },
+      30s, 20ms));
+  // The second waits at the gate for its whole second; meanwhile no second
+  // claim ever waits on the lock in the database.
+  auto second = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      (void)q.poll(100, call_options::within(1s));
+      return "ran beside the first";
+    } catch (const spool::error& e) {
+      return std::string(to_string(e.code())) + " " + e.reason();
+    }
+  });
+  std::int64_t most_waiting = 0;
+  while (second.wait_for(20ms) != std::future_status::ready) {
+    most_waiting = std::max(most_waiting,
+                            scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"));
+  }
+  EXPECT_EQ(second.get(), "unavailable deadline_exceeded");
+  EXPECT_EQ(most_waiting, 1) << "a second batch claim reached the database beside the first";
+  lock.reset();
+  const auto got = first.get();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].broker_message_id, "only");
+}
+
 }  // namespace spool::test

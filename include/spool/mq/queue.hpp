@@ -37,6 +37,13 @@ struct queue_options {
   bool notify = false;
   std::chrono::milliseconds poll_interval{1000};  // poll_wait's polling fallback
   std::size_t max_payload_bytes = 1u << 20;     // checked on publish only
+  // At most this many polls of 32 or more messages claim at once through
+  // this handle (0: no limit); more wait their turn, within their
+  // call_options. Batch claims running together walk past each other's
+  // locked rows, so beyond a few they add database work, not throughput
+  // (docs/BENCHMARKS.md, round 13). Smaller polls are never held: their
+  // commits share the disk's flushes.
+  std::size_t claim_concurrency = 4;
 };
 
 // The legacy JSON queue configuration (§4): {"queueName","queueUri","connections","visibilityTimeout"}.
