@@ -66,7 +66,7 @@ class driver {
   driver& operator=(const driver&) = delete;
 
   [[nodiscard]] virtual std::string capability() const = 0;
-  // mq: its queues' claim_concurrency; empty elsewhere.
+  // mq and ops: their queues' claim_concurrency; empty for the outbox.
   [[nodiscard]] virtual std::optional<std::size_t> claim_concurrency() const { return std::nullopt; }
   [[nodiscard]] virtual std::string table() const = 0;
   // Rows in the bench's tables that the bench did not write.
@@ -143,7 +143,7 @@ class driver {
 
 // One driver per capability over db, writing messages of about payload_bytes.
 [[nodiscard]] std::unique_ptr<driver> make_mq_driver(database db, int payload_bytes, int claim_concurrency);
-[[nodiscard]] std::unique_ptr<driver> make_ops_driver(database db, int payload_bytes);
+[[nodiscard]] std::unique_ptr<driver> make_ops_driver(database db, int payload_bytes, int claim_concurrency);
 [[nodiscard]] std::unique_ptr<driver> make_outbox_driver(database db, int payload_bytes);
 
 }  // namespace spool::bench

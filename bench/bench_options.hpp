@@ -53,7 +53,8 @@ inline void add_options(CLI::App& app, options& o, cli_flags& f, bool with_capab
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 19));
   app.add_option("--claim-concurrency", o.claim_concurrency,
-                 "mq: polls of 32 or more claiming at once per queue (queue_options::claim_concurrency; "
+                 "mq and ops: claims of 32 or more running at once per queue handle "
+                 "(queue_options::claim_concurrency; "
                  "0: no limit; -1: the library's default)")
       ->capture_default_str()
       ->check(CLI::Range(-1, 1024));

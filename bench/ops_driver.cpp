@@ -23,10 +23,12 @@ namespace ops = spool::ops;
 
 class ops_driver final : public driver {
  public:
-  ops_driver(database db, int payload_bytes) : driver(std::move(db)), payload_bytes_(payload_bytes) {
+  ops_driver(database db, int payload_bytes, int claim_concurrency)
+      : driver(std::move(db)), payload_bytes_(payload_bytes), claim_concurrency_(claim_concurrency) {
     q_ = std::make_unique<ops::queue>(db_, qopts(false));
     op_ = make_op(payload_bytes_, std::nullopt);
   }
+  std::optional<std::size_t> claim_concurrency() const override { return qopts(false).claim_concurrency; }
   std::string capability() const override { return "ops"; }
   std::string table() const override { return "ops_queue"; }
   std::int64_t foreign_rows() override {
@@ -128,6 +130,7 @@ class ops_driver final : public driver {
   ops::queue_options qopts(bool notify) const {
     ops::queue_options o;
     o.notify = notify && pg();
+    if (claim_concurrency_ >= 0) o.claim_concurrency = static_cast<std::size_t>(claim_concurrency_);
     return o;
   }
   // Type "spool_bench", payload {"pad":"xx…"} (and "t" when stamped) whose
@@ -143,6 +146,7 @@ class ops_driver final : public driver {
   }
 
   int payload_bytes_;
+  int claim_concurrency_;  // -1: the library's default
   ops::new_op op_;
   std::vector<std::string> types_{bench_name};
   std::vector<std::string> owners_ = [] {
@@ -157,8 +161,8 @@ class ops_driver final : public driver {
 
 }  // namespace
 
-std::unique_ptr<driver> make_ops_driver(database db, int payload_bytes) {
-  return std::make_unique<ops_driver>(std::move(db), payload_bytes);
+std::unique_ptr<driver> make_ops_driver(database db, int payload_bytes, int claim_concurrency) {
+  return std::make_unique<ops_driver>(std::move(db), payload_bytes, claim_concurrency);
 }
 
 }  // namespace spool::bench

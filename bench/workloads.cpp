@@ -371,7 +371,7 @@ bool run(const options& o, const line_sink& out, const progress_sink& progress) 
   for (const auto& cap : o.capabilities) {
     std::unique_ptr<driver> d;
     if (cap == "mq") d = make_mq_driver(db, o.payload_bytes, o.claim_concurrency);
-    if (cap == "ops") d = make_ops_driver(db, o.payload_bytes);
+    if (cap == "ops") d = make_ops_driver(db, o.payload_bytes, o.claim_concurrency);
     if (cap == "outbox") d = make_outbox_driver(db, o.payload_bytes);
     if (const auto foreign = d->foreign_rows(); foreign > 0) {
       throw error(

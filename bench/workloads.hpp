@@ -58,8 +58,8 @@ struct options {
   // SQLite's PRAGMA synchronous for the bench's connections: off, normal,
   // full (the library's default) or extra. Every line names it.
   std::string sqlite_synchronous = "full";
-  // mq: queue_options::claim_concurrency of the bench's queues (-1: the
-  // library's default). The mq lines name it.
+  // mq and ops: queue_options::claim_concurrency of the bench's queues (-1:
+  // the library's default). Their lines name it.
   int claim_concurrency = -1;
 };
 

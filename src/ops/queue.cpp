@@ -51,6 +51,7 @@ error queue::impl::stopped_error() const {
 
 void queue::impl::init() {
   validate(opts);
+  claims.emplace(opts.claim_concurrency);
   owner = opts.owner.empty() ? default_owner() : opts.owner;
   config.table = opts.table;
   config.notify = opts.notify;

@@ -44,7 +44,10 @@ std::vector<op> queue::dequeue_batch(std::size_t max, const std::vector<std::str
   tokens.reserve(max);
   for (std::size_t i = 0; i < max; ++i) tokens.push_back(detail::random_hex(16));
   const auto lim = impl_->limits(call);
-  const auto rows = impl_->run([&] { return impl_->st->claim_many(types, who, tokens, lim); });
+  const auto rows = impl_->run([&] {
+    const auto turn = impl_->claims->enter(max, lim);
+    return impl_->st->claim_many(types, who, tokens, lim);
+  });
   std::vector<op> out;
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(detail::decode_row(r, true));

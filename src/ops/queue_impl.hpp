@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/claim_gate.hpp"
 #include "common/stop_gate.hpp"
 #include "ops/store.hpp"
 #include "spool/ops/queue.hpp"
@@ -31,6 +32,7 @@ struct queue::impl {
   std::string shown;  // the database as messages show it
 
   spool::detail::stop_gate gate;
+  std::optional<spool::detail::claim_gate> claims;  // made by init(), from opts
 
   // The caller's limits, with call_timeout as the deadline when none is given.
   [[nodiscard]] call_options limits(const call_options& call) const {

@@ -263,6 +263,20 @@ rows pg_query(const std::string& uri, const std::string& sql) {
   return pg_run(conn.get(), sql);
 }
 
+struct held_table_lock::session {
+  pg_conn_ptr conn;
+};
+
+held_table_lock::held_table_lock(const std::string& uri, const std::string& table)
+    : s_(std::make_unique<session>(session{pg_connect(uri)})) {
+  (void)pg_run(s_->conn.get(), "BEGIN; LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+}
+
+held_table_lock::~held_table_lock() {
+  PGresult* r = PQexec(s_->conn.get(), "ROLLBACK");
+  PQclear(r);
+}
+
 std::vector<int> pg_spool_backends(const std::string& uri) {
   std::vector<int> pids;
   for (const auto& r : pg_query(uri,

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,21 @@ void pg_exec(const std::string& uri, const std::string& sql);
 
 // Like pg_exec, returning the rows of the last statement that returned rows.
 [[nodiscard]] rows pg_query(const std::string& uri, const std::string& sql);
+
+// An ACCESS EXCLUSIVE lock on `table`, held by a session of its own from
+// construction until destruction (its transaction is then rolled back), so
+// every statement that touches the table waits meanwhile.
+class held_table_lock {
+ public:
+  held_table_lock(const std::string& uri, const std::string& table);
+  ~held_table_lock();
+  held_table_lock(const held_table_lock&) = delete;
+  held_table_lock& operator=(const held_table_lock&) = delete;
+
+ private:
+  struct session;
+  std::unique_ptr<session> s_;
+};
 
 // The backend pids of Spool's own connections (application_name spool) to
 // uri's database.

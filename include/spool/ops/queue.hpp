@@ -55,6 +55,11 @@ struct queue_options {
   // The deadline of a call whose call_options carry none (§4.2).
   std::chrono::milliseconds call_timeout{30000};
   on_duplicate duplicates = on_duplicate::raise;
+  // At most this many dequeue_batch calls of 32 or more ops claim at once
+  // through this handle (0: no limit); more wait their turn, within their
+  // deadline. Batch claims running together walk past each other's locked
+  // rows (docs/BENCHMARKS.md, round 13). Smaller claims are never held.
+  std::size_t claim_concurrency = 4;
 };
 
 struct enqueue_options {
