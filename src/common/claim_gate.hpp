@@ -52,18 +52,8 @@ class claim_gate {
     if (limit_ == 0 || rows < smallest_limited) return {};
     check_call(call, "waiting for a claim of the queue");
     std::unique_lock lock(mu_);
-    const auto free = [&] { return running_ < limit_; };
-    if (call.deadline) {
-      cv_.wait_until(lock, call.stop, *call.deadline, free);
-    } else {
-      cv_.wait(lock, call.stop, free);
-    }
-    if (!free()) {  // the wait ended on the stop token or the deadline
-      lock.unlock();
-      check_call(call, "waiting for a claim of the queue");
-      throw error(errc::unavailable, "waiting for a claim of the queue: deadline passed",
-                  "deadline_exceeded");
-    }
+    wait_within(
+        cv_, lock, call, [&] { return running_ < limit_; }, "waiting for a claim of the queue");
     ++running_;
     return permit(this);
   }

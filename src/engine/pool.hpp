@@ -59,17 +59,9 @@ class pool {
   lease acquire(const call_options& limits = {}) {
     check_call(limits, "waiting for a connection");
     std::unique_lock lock(mutex_);
-    auto free = [&] { return !idle_.empty() || in_use_ + idle_.size() < size_; };
-    if (limits.deadline) {
-      cv_.wait_until(lock, limits.stop, *limits.deadline, free);
-    } else {
-      cv_.wait(lock, limits.stop, free);
-    }
-    if (!free()) {  // the wait ended on the stop token or the deadline
-      lock.unlock();
-      check_call(limits, "waiting for a connection");
-      throw error(errc::unavailable, "waiting for a connection: deadline passed", "deadline_exceeded");
-    }
+    wait_within(
+        cv_, lock, limits, [&] { return !idle_.empty() || in_use_ + idle_.size() < size_; },
+        "waiting for a connection");
     if (!idle_.empty()) {
       auto conn = std::move(idle_.back());
       idle_.pop_back();
