@@ -4,9 +4,9 @@
 // at the head of the same index. A claim that starts while others hold their
 // rows walks past every one of them (a heap visit and a lock test each)
 // before it finds its own, so claims beyond a few at once add work to the
-// database and not throughput: on 2 cores the batch-100 drain fell 14 % from
-// 4 workers to 16, and rose 6 % with at most 4 claims at once
-// (docs/BENCHMARKS.md, round 13). Claims of a few rows are not limited: they
+// database and not throughput: on 2 cores the mq batch-100 drain at 16
+// workers was 24 % faster with at most 4 claims at once, on average over six
+// rounds (docs/BENCHMARKS.md, round 13). Claims of a few rows are not limited: they
 // are bound by their commit's flush, which concurrent commits share.
 // Thread safety: safe to share; enter() may be called from any thread.
 #pragma once

@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 std::int64_t waiting_on_locks(const std::string& uri) {
   return std::stoll(*pg_query(uri,
                               "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                              "AND datname = current_database()")
+                              "AND backend_type = 'client backend' AND datname = current_database()")
                          .at(0)
                          .at(0));
 }
